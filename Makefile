@@ -1,0 +1,48 @@
+# Two commands for a fresh machine: `make run` and `make test`. Everything installs into .venv.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.run-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.PHONY: run test lint format bench eval clean help
+
+help:
+	@echo "make run    install into $(VENV) and serve lorestore (MCP over stdio) on the embedded store"
+	@echo "make test   install dev dependencies, lint, type-check and run the whole suite"
+	@echo "make lint   ruff + mypy strict on src/"
+	@echo "make bench  run the benchmarks (figures go to docs/benchmarks.md by hand)"
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "lorestore needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	@$(BIN)/lorestore mcp --announce
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+format: $(DEV_STAMP)
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+bench: $(DEV_STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

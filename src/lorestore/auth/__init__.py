@@ -1,0 +1,1 @@
+"""Principals and what they may do: actors, permissions (and, with PostgreSQL, orgs and tokens)."""

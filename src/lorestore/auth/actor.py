@@ -1,0 +1,33 @@
+"""Who is calling: the principal, the owner their writes land on, and their permissions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Permission = Literal["read", "write", "review", "admin"]
+ALL_PERMISSIONS: frozenset[Permission] = frozenset({"read", "write", "review", "admin"})
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """The caller of one operation.
+
+    ``principal`` is who acts ('user:local'); ``owner`` is the tenant whose lessons they
+    read and write; ``session`` identifies the agent session for recurrence counting.
+    """
+
+    principal: str
+    owner: str
+    permissions: frozenset[Permission] = field(default=ALL_PERMISSIONS)
+    session: str | None = None
+    agent: str | None = None
+    is_person: bool = True
+
+    def can(self, permission: Permission) -> bool:
+        return permission in self.permissions or "admin" in self.permissions
+
+
+def local_actor(*, session: str | None = None, agent: str | None = None) -> Actor:
+    """The single person who owns an embedded store: every permission, no token needed."""
+    return Actor("user:local", "user:local", ALL_PERMISSIONS, session=session, agent=agent)

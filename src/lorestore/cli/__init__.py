@@ -1,0 +1,1 @@
+"""The ``lorestore`` command: one sub-command per catalog operation, plus ``mcp``."""

@@ -1,0 +1,152 @@
+"""Builds a Typer command for each catalog operation from its params model.
+
+Fields become options (``tags`` -> repeatable ``--tag``); the operation's ``cli_args`` become
+positional arguments; ``source`` is flattened into ``--agent``, ``--repo``, ``--commit``...;
+``depends_on`` is ``--depends-on PATH=BLOB``. Every command takes ``--json``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from pydantic.fields import FieldInfo
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import Source
+from lorestore.operations import Operation
+
+_SINGULAR = {"tags": "tag", "scopes": "scope"}
+_SHORT = {"scopes": "-s", "tags": "-t"}
+_SOURCE_FIELDS = tuple(name for name in Source.model_fields if name != "session")
+_SOURCE_PREFIX = "source_"
+Runner = Callable[[Operation, dict[str, Any], bool], None]
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _cli_type(annotation: Any) -> Any:
+    inner = _unwrap_optional(annotation)
+    if typing.get_origin(inner) is typing.Literal:
+        return str
+    if typing.get_origin(inner) is list:
+        return list[str]
+    return inner
+
+
+def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.Parameter:
+    annotation = _cli_type(field.annotation)
+    required = field.is_required()
+    help_text = field.description or ""
+    default: Any = None if (required or field.default is None) else field.default
+    info: Any
+    if positional:
+        optional_value = name == "value"
+        info = typer.Argument(help=help_text + (" (or '-' / omitted: read stdin)"
+                                               if optional_value else ""), show_default=False)
+        if optional_value:
+            annotation = str | None
+            default = None
+        elif required:
+            default = inspect.Parameter.empty
+    else:
+        flag = "--" + _SINGULAR.get(name, name).replace("_", "-")
+        decls = [flag, *([_SHORT[name]] if name in _SHORT else [])]
+        info = typer.Option(*decls, help=help_text, show_default=default not in (None, False))
+        if annotation is list[str]:
+            annotation = list[str] | None
+        elif default is None and annotation is not bool:
+            annotation = annotation | None
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                             default=default, annotation=Annotated[annotation, info])
+
+
+def _source_parameters() -> list[inspect.Parameter]:
+    params = []
+    for name in _SOURCE_FIELDS:
+        annotation = int | None if name == "pr" else str | None
+        info = typer.Option(f"--{name.replace('_', '-')}", help=f"provenance: source.{name}",
+                            rich_help_panel="Provenance")
+        params.append(inspect.Parameter(_SOURCE_PREFIX + name, inspect.Parameter.KEYWORD_ONLY,
+                                        default=None, annotation=Annotated[annotation, info]))
+    return params
+
+
+def build_command(op: Operation, run: Runner) -> Callable[..., None]:
+    """A function whose signature Typer reads as the command's arguments and options."""
+    parameters: list[inspect.Parameter] = []
+    for name in op.cli_args:
+        parameters.append(_option_parameter(name, op.params.model_fields[name], positional=True))
+    for name, field in op.params.model_fields.items():
+        if name in op.cli_args:
+            continue
+        if name == "source":
+            parameters.extend(_source_parameters())
+        elif name == "depends_on":
+            info = typer.Option("--depends-on", help="a file the lesson relies on, PATH=BLOB "
+                                "(repeatable)", rich_help_panel="Provenance")
+            parameters.append(inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                annotation=Annotated[list[str] | None, info]))
+        else:
+            parameters.append(_option_parameter(name, field, positional=False))
+    json_info = typer.Option("--json", help="print the result (or error) as JSON")
+    parameters.append(inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY,
+                                        default=False, annotation=Annotated[bool, json_info]))
+
+    def command(**kwargs: Any) -> None:
+        as_json = bool(kwargs.pop("json_output"))
+        run(op, _collect(op, kwargs), as_json)
+
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__name__ = op.cli_name.replace("-", "_")
+    command.__doc__ = op.summary
+    return command
+
+
+def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Turn parsed command-line values into the operation's raw arguments."""
+    data: dict[str, Any] = {}
+    source = {k.removeprefix(_SOURCE_PREFIX): v for k, v in kwargs.items()
+              if k.startswith(_SOURCE_PREFIX) and v is not None}
+    if source:
+        data["source"] = source
+    for name, value in kwargs.items():
+        if name.startswith(_SOURCE_PREFIX) or value is None:
+            continue
+        if name == "depends_on":
+            data[name] = [_dependency(item) for item in value]
+        else:
+            data[name] = value
+    if "value" in op.params.model_fields and data.get("value") in (None, "-"):
+        data["value"] = _read_stdin()
+    for name, field in op.params.model_fields.items():
+        if name not in data and field.is_required() and _cli_type(field.annotation) is list[str]:
+            data[name] = []
+    return data
+
+
+def _dependency(item: str) -> dict[str, str]:
+    path, sep, blob = item.partition("=")
+    if not sep or not path or not blob:
+        raise LorestoreError("invalid_argument", f"--depends-on {item!r} is not PATH=BLOB",
+                             hint="e.g. --depends-on tests/conftest.py=9fceb02...")
+    return {"path": path, "blob": blob}
+
+
+def _read_stdin() -> str:
+    if sys.stdin is None or sys.stdin.isatty():
+        raise LorestoreError("invalid_value", "no lesson value given",
+                             hint="pass it as the third argument or pipe it on stdin")
+    return sys.stdin.read().rstrip("\n")

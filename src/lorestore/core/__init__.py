@@ -1,0 +1,1 @@
+"""Pure domain: scope grammar, validation, normalisation, records and errors. No I/O here."""

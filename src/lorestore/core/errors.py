@@ -1,0 +1,80 @@
+"""Typed errors with the stable codes of DESIGN §11; every surface renders these the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Codes whose cause is the caller's input: the CLI exits 2 for these, 1 for the rest.
+BAD_INPUT_CODES = frozenset(
+    {
+        "invalid_scope",
+        "invalid_key",
+        "invalid_value",
+        "value_too_large",
+        "invalid_tags",
+        "invalid_ttl",
+        "invalid_argument",
+        "invalid_cursor",
+        "invalid_time",
+    }
+)
+
+KNOWN_CODES = BAD_INPUT_CODES | {
+    "not_found",
+    "rejected_value",
+    "version_conflict",
+    "forbidden",
+    "unauthenticated",
+    "rate_limited",
+    "cap_exceeded",
+    "conflict",
+    "archived",
+    "expired",
+    "migration_error",
+    "config_error",
+    "internal",
+}
+
+
+class LorestoreError(Exception):
+    """An error a caller can act on: a stable ``code``, a ``message`` and, where it helps, a
+    ``hint`` with the fix."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        hint: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        assert code in KNOWN_CODES, code
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.details = details or {}
+
+    @property
+    def bad_input(self) -> bool:
+        return self.code in BAD_INPUT_CODES
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        if self.details:
+            body["details"] = self.details
+        return body
+
+    def __repr__(self) -> str:
+        return f"LorestoreError({self.code!r}, {self.message!r})"
+
+
+def not_found(scope: str, key: str) -> LorestoreError:
+    return LorestoreError(
+        "not_found",
+        f"no active lesson at {scope} / {key}",
+        hint="list the scope with `lorestore list SCOPE` to see what is there",
+        details={"scope": scope, "key": key},
+    )

@@ -1,0 +1,92 @@
+"""Limits on what a lesson may hold (key, value, tags, TTL), each refused with a stable code."""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import datetime, timedelta
+
+from lorestore.core.errors import LorestoreError
+
+MAX_KEY_CHARS = 512
+MAX_VALUE_BYTES = 64 * 1024
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MIN_TTL_DAYS = 1
+MAX_TTL_DAYS = 365
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def validate_key(key: str) -> str:
+    """A key is 1-512 characters with no control characters; surrounding spaces are trimmed."""
+    if not isinstance(key, str) or not key.strip():
+        raise LorestoreError("invalid_key", "a key is required",
+                             hint="name the lesson, e.g. integration-tests-need-postgres")
+    key = key.strip()
+    if len(key) > MAX_KEY_CHARS:
+        raise LorestoreError("invalid_key", f"key is {len(key)} characters; the limit is "
+                             f"{MAX_KEY_CHARS}", hint="use a short name and put detail in the value")
+    if _has_control(key):
+        raise LorestoreError("invalid_key", "key contains a control character (newline, tab, ...)",
+                             hint="keys are one line of printable text")
+    return key
+
+
+def validate_value(value: str) -> str:
+    """A value is 1 B - 64 KiB of UTF-8, counted in bytes; it is stored exactly as given."""
+    if not isinstance(value, str) or not value.strip():
+        raise LorestoreError("invalid_value", "a lesson value is required and cannot be blank",
+                             hint="pass the text as an argument or on stdin")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_VALUE_BYTES:
+        raise LorestoreError(
+            "value_too_large",
+            f"value is {size} bytes; the limit is {MAX_VALUE_BYTES} bytes (64 KiB)",
+            hint="split it into several lessons or link to a document",
+            details={"bytes": size, "limit": MAX_VALUE_BYTES},
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LorestoreError("invalid_value", "value is not valid UTF-8 (lone surrogate)") from exc
+    return value
+
+
+def validate_tags(tags: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """At most 32 tags of at most 64 characters; trimmed, lower-cased, de-duplicated, sorted."""
+    if not tags:
+        return ()
+    if len(tags) > MAX_TAGS:
+        raise LorestoreError("invalid_tags", f"{len(tags)} tags given; the limit is {MAX_TAGS}")
+    cleaned: set[str] = set()
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip():
+            raise LorestoreError("invalid_tags", "a tag cannot be blank")
+        tag = tag.strip().lower()
+        if len(tag) > MAX_TAG_CHARS:
+            raise LorestoreError("invalid_tags", f"tag {tag[:20]!r}... is {len(tag)} characters; "
+                                 f"the limit is {MAX_TAG_CHARS}")
+        if _has_control(tag) or "," in tag:
+            raise LorestoreError("invalid_tags", f"tag {tag!r} contains a comma or control character",
+                                 hint="pass several tags as separate --tag options")
+        cleaned.add(tag)
+    return tuple(sorted(cleaned))
+
+
+def validate_ttl(ttl_days: int | None) -> int | None:
+    """A TTL is a whole number of days from 1 to 365."""
+    if ttl_days is None:
+        return None
+    if isinstance(ttl_days, bool) or not isinstance(ttl_days, int):
+        raise LorestoreError("invalid_ttl", "ttl_days must be a whole number of days")
+    if not MIN_TTL_DAYS <= ttl_days <= MAX_TTL_DAYS:
+        raise LorestoreError("invalid_ttl", f"ttl_days is {ttl_days}; it must be between "
+                             f"{MIN_TTL_DAYS} and {MAX_TTL_DAYS}",
+                             hint="omit it to keep the lesson until it is archived")
+    return ttl_days
+
+
+def expiry(now: datetime, ttl_days: int) -> datetime:
+    return now + timedelta(days=ttl_days)

@@ -1,0 +1,155 @@
+"""Arguments and results of every operation: the one schema MCP, REST and the CLI share.
+
+Fields carry only types and defaults here; the domain rules (scope grammar, size limits)
+are checked by the service so that every surface reports them with the same error code.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lorestore.core.records import (
+    AuditEvent,
+    Dependency,
+    Lesson,
+    LessonKind,
+    LessonVersion,
+    Source,
+)
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Address(Params):
+    scope: str = Field(description="global, project::NAME, repo::OWNER/NAME or "
+                       "branch::OWNER/NAME::BRANCH")
+    key: str = Field(description="the lesson's name within its scope (1-512 characters)")
+
+
+class WriteParams(Address):
+    value: str = Field(description="the lesson text, markdown, 1 B - 64 KiB")
+    tags: list[str] | None = Field(None, description="labels; omitted on an update keeps the old")
+    kind: LessonKind = "lesson"
+    ttl_days: int | None = Field(None, description="expire after this many days (1-365); "
+                                 "omitted on an update keeps the old expiry")
+    clear_ttl: bool = Field(False, description="remove an existing expiry")
+    if_version: int | None = Field(None, description="refuse with version_conflict unless the "
+                                   "lesson is at this version (0: only if it does not exist)")
+    valid_from: str | None = Field(None, description="when the lesson starts to hold (ISO 8601)")
+    valid_to: str | None = Field(None, description="when it stops holding (ISO 8601)")
+    session: str | None = Field(None, description="the writing session's id, for recurrence")
+    source: Source | None = Field(None, description="provenance: agent, repo, branch, commit...")
+    depends_on: list[Dependency] | None = Field(None, description="files the lesson relies on")
+
+
+class WriteResult(Result):
+    result: Literal["created", "updated", "seen"]
+    lesson: Lesson
+
+
+class ReadParams(Address):
+    as_of: str | None = Field(None, description="what the store said at this record time")
+    valid_at: str | None = Field(None, description="the version that held at this world time")
+
+
+class LessonResult(Result):
+    lesson: Lesson
+
+
+class HistoryResult(Result):
+    lesson_id: str
+    scope: str
+    key: str
+    status: str
+    versions: list[LessonVersion]
+
+
+class ListParams(Params):
+    scope: str = Field(description="the scope to list")
+    tags: list[str] | None = Field(None, description="only lessons carrying all of these tags")
+    limit: int = Field(50, description="page size, 1-200")
+    cursor: str | None = Field(None, description="next_cursor of the previous page")
+
+
+class ListResult(Result):
+    lessons: list[Lesson]
+    next_cursor: str | None = None
+
+
+class SearchParams(Params):
+    query: str = Field(description="words to look for in keys, values and tags")
+    scopes: list[str] = Field(description="the scopes to search (at least one)")
+    tags: list[str] | None = Field(None, description="only lessons carrying all of these tags")
+    limit: int = Field(10, description="at most this many hits, 1-100")
+
+
+class SearchHitOut(Result):
+    lesson: Lesson
+    score: float = Field(description="BM25 relevance; higher is better")
+    snippet: str
+
+
+class SearchResult(Result):
+    hits: list[SearchHitOut]
+
+
+class NoParams(Params):
+    pass
+
+
+class ScopeInventory(Result):
+    scope: str
+    active: int
+    archived: int
+    expired: int
+
+
+class ScopesResult(Result):
+    scopes: list[ScopeInventory]
+
+
+class AuditParams(Params):
+    scope: str | None = None
+    key: str | None = None
+    since: str | None = Field(None, description="events at or after this time")
+    until: str | None = Field(None, description="events before this time")
+    limit: int = Field(50, description="page size, 1-500")
+    cursor: str | None = None
+
+
+class AuditResult(Result):
+    events: list[AuditEvent]
+    next_cursor: str | None = None
+
+
+class ChangeParams(Address):
+    reason: str | None = Field(None, description="why; kept in the audit log")
+
+
+class DeleteParams(Address):
+    reason: str | None = Field(None, description="why; kept in the audit log")
+
+
+class DeleteResult(Result):
+    deleted: bool
+    lesson_id: str
+    scope: str
+    key: str
+    versions_erased: int
+
+
+class PurgeParams(Params):
+    retention_days: int = Field(30, description="purge lessons archived longer than this")
+
+
+class PurgeResult(Result):
+    purged: int
+    lesson_ids: list[str]

@@ -1,0 +1,116 @@
+"""The operation catalog: one declaration per operation, from which the CLI commands and MCP
+tools (and, with the HTTP server, REST routes) are generated.
+
+Each entry names the service method, its argument and result models, the surfaces that
+carry it, and how the CLI spells it. Surfaces never hand-write an operation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import ValidationError
+
+from lorestore.auth.actor import Actor
+from lorestore.core.errors import LorestoreError
+from lorestore.models import (
+    AuditParams,
+    AuditResult,
+    ChangeParams,
+    DeleteParams,
+    DeleteResult,
+    HistoryResult,
+    LessonResult,
+    ListParams,
+    ListResult,
+    NoParams,
+    Params,
+    PurgeParams,
+    PurgeResult,
+    ReadParams,
+    Result,
+    ScopesResult,
+    SearchParams,
+    SearchResult,
+    WriteParams,
+    WriteResult,
+)
+from lorestore.service import LessonService
+
+Surface = Literal["mcp", "rest", "cli"]
+ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    name: str
+    summary: str
+    params: type[Params]
+    result: type[Result]
+    cli_args: tuple[str, ...] = ()
+    mutates: bool = False
+    surfaces: frozenset[Surface] = ALL_SURFACES
+
+    @property
+    def cli_name(self) -> str:
+        return self.name.removeprefix("memory_").replace("_", "-")
+
+    def parse(self, arguments: dict[str, object] | None) -> Params:
+        """Validate raw arguments (from JSON or the command line) into the params model."""
+        try:
+            return self.params.model_validate(arguments or {})
+        except ValidationError as exc:
+            raise invalid_arguments(self.name, exc) from None
+
+    def invoke(self, service: LessonService, actor: Actor, params: Params) -> Result:
+        result: Result = getattr(service, self.name)(actor, params)
+        return result
+
+
+def invalid_arguments(operation: str, exc: ValidationError) -> LorestoreError:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg']}")
+    return LorestoreError(
+        "invalid_argument",
+        f"{operation}: " + "; ".join(problems),
+        hint="see the tool's input schema or `lorestore <command> --help`",
+        details={"errors": problems},
+    )
+
+
+CATALOG: tuple[Operation, ...] = (
+    Operation("memory_write", "Write a lesson: create it, record a new version, or count a "
+              "repeat sighting of the same value.", WriteParams, WriteResult,
+              cli_args=("scope", "key", "value"), mutates=True),
+    Operation("memory_read", "Read the lesson at an address (optionally as it was at a record "
+              "time or world time).", ReadParams, LessonResult, cli_args=("scope", "key")),
+    Operation("memory_history", "Every version of a lesson, oldest first.", ReadParams,
+              HistoryResult, cli_args=("scope", "key")),
+    Operation("memory_list", "List a scope's active lessons, newest first.", ListParams,
+              ListResult, cli_args=("scope",)),
+    Operation("memory_search", "Full-text search (BM25) over the given scopes.", SearchParams,
+              SearchResult, cli_args=("query",)),
+    Operation("memory_scopes", "Inventory of scopes with lesson counts.", NoParams,
+              ScopesResult),
+    Operation("memory_audit", "The append-only audit log, newest first.", AuditParams,
+              AuditResult),
+    Operation("memory_archive", "Archive a lesson: hidden from reads, address kept.",
+              ChangeParams, LessonResult, cli_args=("scope", "key"), mutates=True),
+    Operation("memory_restore", "Bring an archived lesson back.", ChangeParams, LessonResult,
+              cli_args=("scope", "key"), mutates=True),
+    Operation("memory_delete", "Hard delete: erase a lesson and every version of it.",
+              DeleteParams, DeleteResult, cli_args=("scope", "key"), mutates=True),
+    Operation("memory_purge", "Erase lessons archived longer than the retention period.",
+              PurgeParams, PurgeResult, mutates=True),
+    Operation("memory_purge_expired", "Erase lessons whose expiry has passed.", NoParams,
+              PurgeResult, mutates=True),
+)
+
+BY_NAME = {op.name: op for op in CATALOG}
+
+
+def on_surface(surface: Surface) -> tuple[Operation, ...]:
+    return tuple(op for op in CATALOG if surface in op.surfaces)

@@ -1,0 +1,1 @@
+"""Persistence: the Store protocol, its SQLite and PostgreSQL backends, and migrations."""

@@ -1,0 +1,150 @@
+"""The Store protocol: what the service needs from a backend, and nothing about how.
+
+The service opens one transaction per operation and calls these primitives inside it; all
+business rules (versions, recurrence, tombstones, trust) live in the service, so both
+backends behave the same by construction and one contract suite tests them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lorestore.core.records import AuditEvent, Lesson, LessonVersion
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    id: str
+    owner: str
+    scope: str
+    value_digest: str
+    reason: str
+    actor: str
+    created_at: str
+    lesson_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLesson:
+    """A lesson row with the bookkeeping the service needs beside the public record."""
+
+    lesson: Lesson
+    pk: int
+    value_digest: str
+    pending_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    lesson: Lesson
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeCount:
+    scope: str
+    active: int
+    archived: int
+    expired: int
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    owner: str
+    scope: str | None = None
+    key: str | None = None
+    since: str | None = None
+    until: str | None = None
+    after_id: int | None = None
+    limit: int = 50
+
+
+class Transaction(Protocol):
+    """Primitives available inside one store transaction."""
+
+    def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
+        """The lesson at an address, archived or not; None when absent."""
+
+    def lesson_by_id(self, owner: str, lesson_id: str) -> StoredLesson | None: ...
+
+    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
+        """Insert a new address; returns its internal key."""
+
+    def save_lesson(
+        self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None
+    ) -> None:
+        """Overwrite the served row of an address (its versions are kept separately)."""
+
+    def delete_lesson(self, pk: int) -> None:
+        """Erase a lesson and every version and session row of it."""
+
+    def insert_version(self, pk: int, version: LessonVersion) -> None: ...
+
+    def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]: ...
+
+    def version_at(
+        self, pk: int, lesson_id: str, *, as_of: str | None, valid_at: str | None
+    ) -> LessonVersion | None:
+        """The newest accepted version recorded at or before ``as_of`` whose validity
+        interval holds ``valid_at`` (either bound optional)."""
+
+    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
+        """Record that ``session`` wrote this value; True when the session is new."""
+
+    def find_tombstone(
+        self, owner: str, scopes: Sequence[str], value_digest: str
+    ) -> Tombstone | None: ...
+
+    def insert_tombstone(self, tombstone: Tombstone) -> None: ...
+
+    def list_lessons(
+        self,
+        owner: str,
+        scope: str,
+        *,
+        tags: Sequence[str],
+        now: str,
+        after: tuple[str, int] | None,
+        limit: int,
+    ) -> list[StoredLesson]:
+        """Active, unexpired lessons of a scope, newest first, after a keyset cursor."""
+
+    def search(
+        self,
+        owner: str,
+        scopes: Sequence[str],
+        match: str,
+        *,
+        tags: Sequence[str],
+        now: str,
+        limit: int,
+    ) -> list[SearchHit]:
+        """Active, unexpired lessons matching a full-text expression, best first."""
+
+    def scope_counts(self, owner: str, now: str) -> list[ScopeCount]: ...
+
+    def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]: ...
+
+    def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]: ...
+
+    def last_audit_hash(self, owner: str) -> str | None: ...
+
+    def append_audit(self, event: dict[str, Any]) -> int:
+        """Append one audit event (with its ``hash`` and ``prev_hash``); returns its id."""
+
+    def audit_events(self, query: AuditFilter) -> list[AuditEvent]: ...
+
+    def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
+        """Every audit event of an owner in order, as stored, for chain verification."""
+
+
+class Store(Protocol):
+    """A backend: opens transactions; ``write=True`` takes the write lock up front."""
+
+    def transaction(self, *, write: bool) -> AbstractContextManager[Transaction]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,146 @@
+-- name: lesson_at
+-- The lesson at an address, archived or not.
+SELECT * FROM lessons WHERE owner = :owner AND scope = :scope AND key = :key;
+
+-- name: lesson_by_id
+-- A lesson by its stable id.
+SELECT * FROM lessons WHERE owner = :owner AND id = :id;
+
+-- name: insert_lesson
+-- Create the served row of a new address.
+INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version)
+VALUES (:id, :owner, :scope, :key, :value, :value_digest, :tags, :kind, :trust, :status,
+    :version, :seen_count, :valid_from, :valid_to, :recorded_at, :created_at, :updated_at,
+    :archived_at, :expires_at, :source, :depends_on, :review, :ext, :pending_version);
+
+-- name: save_lesson
+-- Overwrite the served row of an address; its versions live in lesson_versions.
+UPDATE lessons SET value = :value, value_digest = :value_digest, tags = :tags, kind = :kind,
+    trust = :trust, status = :status, version = :version, seen_count = :seen_count,
+    valid_from = :valid_from, valid_to = :valid_to, recorded_at = :recorded_at,
+    updated_at = :updated_at, archived_at = :archived_at, expires_at = :expires_at,
+    source = :source, depends_on = :depends_on, review = :review, ext = :ext,
+    pending_version = :pending_version
+WHERE pk = :pk;
+
+-- name: delete_lesson
+-- Hard delete: the row, and by cascade every version and session of it.
+DELETE FROM lessons WHERE pk = :pk;
+
+-- name: insert_version
+-- Record one immutable version of a lesson.
+INSERT INTO lesson_versions (lesson_pk, version, state, value, value_digest, tags,
+    valid_from, valid_to, recorded_at, actor, source)
+VALUES (:lesson_pk, :version, :state, :value, :value_digest, :tags,
+    :valid_from, :valid_to, :recorded_at, :actor, :source);
+
+-- name: versions
+-- Every version of a lesson, oldest first.
+SELECT * FROM lesson_versions WHERE lesson_pk = :pk ORDER BY version;
+
+-- name: version_at
+-- The newest accepted version known at record time :as_of that holds at world time :valid_at.
+SELECT * FROM lesson_versions
+WHERE lesson_pk = :pk AND state = 'accepted'
+  AND (:as_of IS NULL OR recorded_at <= :as_of)
+  AND (:valid_at IS NULL OR ((valid_from IS NULL OR valid_from <= :valid_at)
+                             AND (valid_to IS NULL OR :valid_at < valid_to)))
+ORDER BY version DESC LIMIT 1;
+
+-- name: add_session
+-- Remember that a session wrote this value; ignored when it already did.
+INSERT OR IGNORE INTO lesson_sessions (lesson_pk, value_digest, session, first_seen)
+VALUES (:pk, :value_digest, :session, :at);
+
+-- name: find_tombstone
+-- A live tombstone for this value at any of the given scopes.
+SELECT * FROM tombstones
+WHERE owner = :owner AND value_digest = :value_digest AND lifted_at IS NULL
+  AND scope IN (SELECT value FROM json_each(:scopes))
+ORDER BY created_at LIMIT 1;
+
+-- name: insert_tombstone
+-- Record a rejected value for a scope.
+INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id)
+VALUES (:id, :owner, :scope, :value_digest, :reason, :actor, :created_at, :lesson_id);
+
+-- name: list_lessons
+-- Active, unexpired lessons of a scope, newest first, after a keyset cursor.
+SELECT * FROM lessons
+WHERE owner = :owner AND scope = :scope AND status = 'active'
+  AND (expires_at IS NULL OR expires_at > :now)
+  AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+ORDER BY updated_at DESC, pk DESC
+LIMIT :limit;
+
+-- name: search
+-- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first.
+SELECT l.*, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
+       snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
+FROM lessons_fts JOIN lessons AS l ON l.pk = lessons_fts.rowid
+WHERE lessons_fts MATCH :match
+  AND l.owner = :owner AND l.status = 'active'
+  AND l.scope IN (SELECT value FROM json_each(:scopes))
+  AND (l.expires_at IS NULL OR l.expires_at > :now)
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(l.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)
+LIMIT :limit;
+
+-- name: scope_counts
+-- Inventory: lessons per scope by state.
+SELECT scope,
+       sum(status = 'active' AND (expires_at IS NULL OR expires_at > :now)) AS active,
+       sum(status = 'archived') AS archived,
+       sum(status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now) AS expired
+FROM lessons WHERE owner = :owner GROUP BY scope ORDER BY scope;
+
+-- name: archived_before
+-- Archived lessons whose archive time is older than the retention cutoff.
+SELECT * FROM lessons
+WHERE owner = :owner AND status = 'archived' AND archived_at < :cutoff
+ORDER BY archived_at LIMIT :limit;
+
+-- name: expired_before
+-- Lessons whose expiry has passed.
+SELECT * FROM lessons
+WHERE owner = :owner AND expires_at IS NOT NULL AND expires_at <= :now
+ORDER BY expires_at LIMIT :limit;
+
+-- name: last_audit_hash
+-- The head of an owner's audit hash chain.
+SELECT hash FROM audit_log WHERE owner = :owner ORDER BY id DESC LIMIT 1;
+
+-- name: append_audit
+-- Append one audit event.
+INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
+    after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
+VALUES (:owner, :at, :actor, :action, :scope, :key, :lesson_id, :before_version,
+    :after_version, :before_digest, :after_digest, :reason, :detail, :prev_hash, :hash);
+
+-- name: audit_events
+-- Audit events of an owner, newest first, filtered by address and time.
+SELECT * FROM audit_log
+WHERE owner = :owner
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:key IS NULL OR key = :key)
+  AND (:since IS NULL OR at >= :since)
+  AND (:until IS NULL OR at < :until)
+  AND (:after_id IS NULL OR id < :after_id)
+ORDER BY id DESC LIMIT :limit;
+
+-- name: audit_chain
+-- Every audit event of an owner in chain order.
+SELECT * FROM audit_log WHERE owner = :owner ORDER BY id;
+
+-- name: applied_migrations
+-- Migrations already applied, with their checksums.
+SELECT number, name, checksum FROM schema_migrations ORDER BY number;
+
+-- name: record_migration
+-- Record an applied migration.
+INSERT INTO schema_migrations (number, name, checksum, applied_at) VALUES (?, ?, ?, ?);

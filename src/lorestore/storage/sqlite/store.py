@@ -1,0 +1,285 @@
+"""SQLite implementation of the Store protocol.
+
+One connection per store object, in autocommit mode with explicit transactions: a write
+transaction starts with ``BEGIN IMMEDIATE`` so concurrent writers (one MCP server per agent)
+queue on the busy timeout instead of failing half-way; WAL lets readers proceed meanwhile.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
+from lorestore.storage import migrations
+from lorestore.storage.protocol import (
+    AuditFilter,
+    ScopeCount,
+    SearchHit,
+    StoredLesson,
+    Tombstone,
+)
+from lorestore.storage.queries import load_queries
+from lorestore.storage.rows import (
+    audit_from_row,
+    dumps,
+    lesson_from_row,
+    lesson_params,
+    version_from_row,
+    version_params,
+)
+
+Q = load_queries("lorestore.storage.sqlite", "queries.sql")
+BUSY_TIMEOUT_MS = 30_000
+_MIGRATIONS_PACKAGE = "lorestore.storage.sqlite.migrations"
+
+_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    number      INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    checksum    TEXT NOT NULL,
+    applied_at  TEXT NOT NULL
+)
+"""
+
+
+def _stored(row: sqlite3.Row) -> StoredLesson:
+    return StoredLesson(lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"])
+
+
+class SQLiteTransaction:
+    """The Transaction primitives over one open SQLite transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def _one(self, name: str, params: Any) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self._conn.execute(Q[name], params).fetchone()
+        return row
+
+    def _all(self, name: str, params: Any) -> list[sqlite3.Row]:
+        return self._conn.execute(Q[name], params).fetchall()
+
+    def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
+        row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
+        return _stored(row) if row else None
+
+    def lesson_by_id(self, owner: str, lesson_id: str) -> StoredLesson | None:
+        row = self._one("lesson_by_id", {"owner": owner, "id": lesson_id})
+        return _stored(row) if row else None
+
+    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
+        cur = self._conn.execute(Q["insert_lesson"], lesson_params(lesson, value_digest, None))
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def save_lesson(
+        self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None
+    ) -> None:
+        params = lesson_params(lesson, value_digest, pending_version)
+        params["pk"] = pk
+        self._conn.execute(Q["save_lesson"], params)
+
+    def delete_lesson(self, pk: int) -> None:
+        self._conn.execute(Q["delete_lesson"], {"pk": pk})
+
+    def insert_version(self, pk: int, version: LessonVersion) -> None:
+        self._conn.execute(Q["insert_version"], version_params(pk, version))
+
+    def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]:
+        return [version_from_row(r, lesson_id) for r in self._all("versions", {"pk": pk})]
+
+    def version_at(
+        self, pk: int, lesson_id: str, *, as_of: str | None, valid_at: str | None
+    ) -> LessonVersion | None:
+        row = self._one("version_at", {"pk": pk, "as_of": as_of, "valid_at": valid_at})
+        return version_from_row(row, lesson_id) if row else None
+
+    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
+        cur = self._conn.execute(
+            Q["add_session"], {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
+        )
+        return cur.rowcount == 1
+
+    def find_tombstone(
+        self, owner: str, scopes: Sequence[str], value_digest: str
+    ) -> Tombstone | None:
+        row = self._one(
+            "find_tombstone",
+            {"owner": owner, "value_digest": value_digest, "scopes": dumps(list(scopes))},
+        )
+        if row is None:
+            return None
+        return Tombstone(
+            id=row["id"], owner=row["owner"], scope=row["scope"], value_digest=row["value_digest"],
+            reason=row["reason"], actor=row["actor"], created_at=row["created_at"],
+            lesson_id=row["lesson_id"],
+        )
+
+    def insert_tombstone(self, tombstone: Tombstone) -> None:
+        self._conn.execute(
+            Q["insert_tombstone"],
+            {
+                "id": tombstone.id, "owner": tombstone.owner, "scope": tombstone.scope,
+                "value_digest": tombstone.value_digest, "reason": tombstone.reason,
+                "actor": tombstone.actor, "created_at": tombstone.created_at,
+                "lesson_id": tombstone.lesson_id,
+            },
+        )
+
+    def list_lessons(
+        self,
+        owner: str,
+        scope: str,
+        *,
+        tags: Sequence[str],
+        now: str,
+        after: tuple[str, int] | None,
+        limit: int,
+    ) -> list[StoredLesson]:
+        params = {
+            "owner": owner, "scope": scope, "now": now, "limit": limit,
+            "after_at": after[0] if after else None, "after_pk": after[1] if after else None,
+            "tags": dumps(list(tags)), "ntags": len(tags),
+        }
+        return [_stored(r) for r in self._all("list_lessons", params)]
+
+    def search(
+        self,
+        owner: str,
+        scopes: Sequence[str],
+        match: str,
+        *,
+        tags: Sequence[str],
+        now: str,
+        limit: int,
+    ) -> list[SearchHit]:
+        params = {
+            "owner": owner, "scopes": dumps(list(scopes)), "match": match, "now": now,
+            "limit": limit, "tags": dumps(list(tags)), "ntags": len(tags),
+        }
+        return [
+            SearchHit(lesson_from_row(r), float(r["score"]), r["snippet"])
+            for r in self._all("search", params)
+        ]
+
+    def scope_counts(self, owner: str, now: str) -> list[ScopeCount]:
+        rows = self._all("scope_counts", {"owner": owner, "now": now})
+        return [ScopeCount(r["scope"], r["active"], r["archived"], r["expired"]) for r in rows]
+
+    def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]:
+        rows = self._all("archived_before", {"owner": owner, "cutoff": cutoff, "limit": limit})
+        return [_stored(r) for r in rows]
+
+    def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]:
+        rows = self._all("expired_before", {"owner": owner, "now": now, "limit": limit})
+        return [_stored(r) for r in rows]
+
+    def last_audit_hash(self, owner: str) -> str | None:
+        row = self._one("last_audit_hash", {"owner": owner})
+        return row["hash"] if row else None
+
+    def append_audit(self, event: dict[str, Any]) -> int:
+        params = dict(event)
+        params["detail"] = dumps(event.get("detail") or {})
+        cur = self._conn.execute(Q["append_audit"], params)
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
+        params = {
+            "owner": query.owner, "scope": query.scope, "key": query.key, "since": query.since,
+            "until": query.until, "after_id": query.after_id, "limit": query.limit,
+        }
+        return [audit_from_row(r) for r in self._all("audit_events", params)]
+
+    def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
+        for row in self._conn.execute(Q["audit_chain"], {"owner": owner}):
+            yield dict(row)
+
+
+class SQLiteStore:
+    """A lesson store in one SQLite file; migrates it on open."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self.applied = self._migrate()
+
+    def _migrate(self) -> list[migrations.Migration]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(_MIGRATIONS_TABLE)
+                rows = self._conn.execute(Q["applied_migrations"]).fetchall()
+                applied = {r["number"]: (r["name"], r["checksum"]) for r in rows}
+                todo = migrations.pending(migrations.discover(_MIGRATIONS_PACKAGE), applied)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            for migration in todo:
+                self._apply(migration)
+            return todo
+
+    def _apply(self, migration: migrations.Migration) -> None:
+        # executescript runs the whole file inside the transaction opened by its first line
+        # and leaves it open, so the record of the migration commits with it or not at all.
+        try:
+            self._conn.executescript("BEGIN IMMEDIATE;\n" + migration.sql)
+            already = self._conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE number = ?", (migration.number,)
+            ).fetchone()
+            if not already:
+                self._conn.execute(
+                    Q["record_migration"],
+                    (migration.number, migration.name, migration.checksum,
+                     format_ts(datetime.now(UTC))),
+                )
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            if "already exists" in str(exc):
+                # Another process applied it between our check and our BEGIN; re-check.
+                self._migrate()
+                return
+            raise LorestoreError(
+                "migration_error", f"migration {migration.name} failed: {exc}"
+            ) from exc
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[SQLiteTransaction]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield SQLiteTransaction(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def integrity_check(self) -> str:
+        with self._lock:
+            row = self._conn.execute("PRAGMA integrity_check").fetchone()
+            return str(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,1 @@
+"""Adapters that carry the catalog's operations over a protocol: MCP now, HTTP later."""

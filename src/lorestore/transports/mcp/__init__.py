@@ -1,0 +1,1 @@
+"""MCP tools built from the operation catalog, served over stdio."""
