@@ -1,3 +1,3 @@
-"""lorestore: a lesson store for coding agents that keeps every version and remembers corrections."""
+"""lorestore: a lesson store for coding agents; it keeps every version and remembers corrections."""
 
 __version__ = "0.1.0"

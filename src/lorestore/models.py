@@ -29,8 +29,9 @@ class Result(BaseModel):
 
 
 class Address(Params):
-    scope: str = Field(description="global, project::NAME, repo::OWNER/NAME or "
-                       "branch::OWNER/NAME::BRANCH")
+    scope: str = Field(
+        description="global, project::NAME, repo::OWNER/NAME or branch::OWNER/NAME::BRANCH"
+    )
     key: str = Field(description="the lesson's name within its scope (1-512 characters)")
 
 
@@ -38,11 +39,17 @@ class WriteParams(Address):
     value: str = Field(description="the lesson text, markdown, 1 B - 64 KiB")
     tags: list[str] | None = Field(None, description="labels; omitted on an update keeps the old")
     kind: LessonKind = "lesson"
-    ttl_days: int | None = Field(None, description="expire after this many days (1-365); "
-                                 "omitted on an update keeps the old expiry")
+    ttl_days: int | None = Field(
+        None,
+        description="expire after this many days (1-365); "
+        "omitted on an update keeps the old expiry",
+    )
     clear_ttl: bool = Field(False, description="remove an existing expiry")
-    if_version: int | None = Field(None, description="refuse with version_conflict unless the "
-                                   "lesson is at this version (0: only if it does not exist)")
+    if_version: int | None = Field(
+        None,
+        description="refuse with version_conflict unless the "
+        "lesson is at this version (0: only if it does not exist)",
+    )
     valid_from: str | None = Field(None, description="when the lesson starts to hold (ISO 8601)")
     valid_to: str | None = Field(None, description="when it stops holding (ISO 8601)")
     session: str | None = Field(None, description="the writing session's id, for recurrence")

@@ -82,7 +82,8 @@ class LessonService:
     def _authorise(actor: Actor, permission: Permission) -> None:
         if not actor.can(permission):
             raise LorestoreError(
-                "forbidden", f"this operation needs the {permission!r} permission",
+                "forbidden",
+                f"this operation needs the {permission!r} permission",
                 hint="ask an admin for a token with that permission",
             )
 
@@ -109,17 +110,30 @@ class LessonService:
         now = format_ts(now_dt)
         expires_at = format_ts(now_dt + timedelta(days=ttl)) if ttl else None
         with self.store.transaction(write=True) as tx:
-            self._check_tombstone(tx, actor, [scope.text, *(s.text for s in scope.broader())],
-                                  digest)
+            self._check_tombstone(
+                tx, actor, [scope.text, *(s.text for s in scope.broader())], digest
+            )
             stored = tx.lesson_at(actor.owner, scope.text, key)
             self._check_if_version(p.if_version, stored)
             if stored is None:
                 lesson = Lesson(
-                    id=str(uuid.uuid4()), scope=scope.text, key=key, value=value,
-                    tags=tags or [], kind=p.kind, owner=_owner_dict(actor.owner),
-                    version=1, seen_count=1, valid_from=valid_from, valid_to=valid_to,
-                    recorded_at=now, created_at=now, updated_at=now, expires_at=expires_at,
-                    source=source, depends_on=p.depends_on or [],
+                    id=str(uuid.uuid4()),
+                    scope=scope.text,
+                    key=key,
+                    value=value,
+                    tags=tags or [],
+                    kind=p.kind,
+                    owner=_owner_dict(actor.owner),
+                    version=1,
+                    seen_count=1,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    recorded_at=now,
+                    created_at=now,
+                    updated_at=now,
+                    expires_at=expires_at,
+                    source=source,
+                    depends_on=p.depends_on or [],
                 )
                 pk = tx.insert_lesson(lesson, digest)
                 tx.insert_version(pk, _version_of(lesson, digest, actor))
@@ -130,15 +144,18 @@ class LessonService:
             current = stored.lesson
             if current.status == "archived":
                 raise LorestoreError(
-                    "archived", f"the lesson at {scope.text} / {key} is archived; a write would "
-                    "silently bring it back", hint=f"restore it first: lorestore restore "
-                    f"{scope.text} {key!r}", details={"scope": scope.text, "key": key},
+                    "archived",
+                    f"the lesson at {scope.text} / {key} is archived; a write would "
+                    "silently bring it back",
+                    hint=f"restore it first: lorestore restore {scope.text} {key!r}",
+                    details={"scope": scope.text, "key": key},
                 )
             if _is_expired(current, now) and ttl is None and not p.clear_ttl:
                 raise LorestoreError(
-                    "expired", f"the lesson at {scope.text} / {key} expired at "
-                    f"{current.expires_at}", hint="pass ttl_days to renew it or clear_ttl to "
-                    "keep it without expiry", details={"expires_at": current.expires_at},
+                    "expired",
+                    f"the lesson at {scope.text} / {key} expired at {current.expires_at}",
+                    hint="pass ttl_days to renew it or clear_ttl to keep it without expiry",
+                    details={"expires_at": current.expires_at},
                 )
             new_expiry = None if p.clear_ttl else (expires_at or current.expires_at)
             changes: dict[str, Any] = {"updated_at": now, "expires_at": new_expiry}
@@ -147,14 +164,31 @@ class LessonService:
             if digest == stored.value_digest:
                 return self._seen(tx, actor, stored, session, changes, now)
             return self._new_version(
-                tx, actor, stored, value, digest, session, now,
-                changes | {"valid_from": valid_from, "valid_to": valid_to, "source": source,
-                           "depends_on": p.depends_on if p.depends_on is not None
-                           else current.depends_on},
+                tx,
+                actor,
+                stored,
+                value,
+                digest,
+                session,
+                now,
+                changes
+                | {
+                    "valid_from": valid_from,
+                    "valid_to": valid_to,
+                    "source": source,
+                    "depends_on": p.depends_on if p.depends_on is not None else current.depends_on,
+                },
             )
 
-    def _seen(self, tx: Transaction, actor: Actor, stored: StoredLesson, session: str | None,
-              changes: dict[str, Any], now: str) -> WriteResult:
+    def _seen(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        stored: StoredLesson,
+        session: str | None,
+        changes: dict[str, Any],
+        now: str,
+    ) -> WriteResult:
         lesson = stored.lesson
         if session and tx.add_session(stored.pk, stored.value_digest, session, now):
             changes["seen_count"] = lesson.seen_count + 1
@@ -162,25 +196,52 @@ class LessonService:
                 changes["trust"] = "corroborated"
         updated = lesson.model_copy(update=changes)
         tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
-        self._audit(tx, actor, "write.seen", updated, before=(lesson.version, stored.value_digest),
-                    after=(lesson.version, stored.value_digest),
-                    detail={"seen_count": updated.seen_count, "trust": updated.trust})
+        self._audit(
+            tx,
+            actor,
+            "write.seen",
+            updated,
+            before=(lesson.version, stored.value_digest),
+            after=(lesson.version, stored.value_digest),
+            detail={"seen_count": updated.seen_count, "trust": updated.trust},
+        )
         return WriteResult(result="seen", lesson=updated)
 
-    def _new_version(self, tx: Transaction, actor: Actor, stored: StoredLesson, value: str,
-                     digest: str, session: str | None, now: str,
-                     changes: dict[str, Any]) -> WriteResult:
+    def _new_version(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        stored: StoredLesson,
+        value: str,
+        digest: str,
+        session: str | None,
+        now: str,
+        changes: dict[str, Any],
+    ) -> WriteResult:
         lesson = stored.lesson
-        updated = lesson.model_copy(update=changes | {
-            "value": value, "version": lesson.version + 1, "recorded_at": now,
-            "seen_count": 1, "trust": "candidate", "review": None,
-        })
+        updated = lesson.model_copy(
+            update=changes
+            | {
+                "value": value,
+                "version": lesson.version + 1,
+                "recorded_at": now,
+                "seen_count": 1,
+                "trust": "candidate",
+                "review": None,
+            }
+        )
         tx.save_lesson(stored.pk, updated, digest, stored.pending_version)
         tx.insert_version(stored.pk, _version_of(updated, digest, actor))
         if session:
             tx.add_session(stored.pk, digest, session, now)
-        self._audit(tx, actor, "write.updated", updated,
-                    before=(lesson.version, stored.value_digest), after=(updated.version, digest))
+        self._audit(
+            tx,
+            actor,
+            "write.updated",
+            updated,
+            before=(lesson.version, stored.value_digest),
+            after=(updated.version, digest),
+        )
         return WriteResult(result="updated", lesson=updated)
 
     @staticmethod
@@ -206,8 +267,12 @@ class LessonService:
                 f"{tomb.reason}",
                 hint="write a corrected lesson instead; a reviewer can lift the rejection with "
                 "`lorestore reject --undo`",
-                details={"scope": tomb.scope, "rejected_by": tomb.actor,
-                         "rejected_at": tomb.created_at, "reason": tomb.reason},
+                details={
+                    "scope": tomb.scope,
+                    "rejected_by": tomb.actor,
+                    "rejected_at": tomb.created_at,
+                    "reason": tomb.reason,
+                },
             )
 
     # -- reading ---------------------------------------------------------------------------
@@ -220,8 +285,10 @@ class LessonService:
         now = self._now()
         with self.store.transaction(write=False) as tx:
             stored = tx.lesson_at(actor.owner, scope, key)
-            if stored is None or stored.lesson.status != "active" or _is_expired(
-                stored.lesson, now
+            if (
+                stored is None
+                or stored.lesson.status != "active"
+                or _is_expired(stored.lesson, now)
             ):
                 raise not_found(scope, key)
             lesson = stored.lesson
@@ -230,14 +297,23 @@ class LessonService:
             version = tx.version_at(stored.pk, lesson.id, as_of=as_of, valid_at=valid_at)
         if version is None:
             raise LorestoreError(
-                "not_found", f"{scope} / {key} had no version at that time",
+                "not_found",
+                f"{scope} / {key} had no version at that time",
                 details={"as_of": as_of, "valid_at": valid_at},
             )
-        return LessonResult(lesson=lesson.model_copy(update={
-            "value": version.value, "version": version.version, "tags": version.tags,
-            "valid_from": version.valid_from, "valid_to": version.valid_to,
-            "recorded_at": version.recorded_at, "source": version.source,
-        }))
+        return LessonResult(
+            lesson=lesson.model_copy(
+                update={
+                    "value": version.value,
+                    "version": version.version,
+                    "tags": version.tags,
+                    "valid_from": version.valid_from,
+                    "valid_to": version.valid_to,
+                    "recorded_at": version.recorded_at,
+                    "source": version.source,
+                }
+            )
+        )
 
     def memory_history(self, actor: Actor, p: ReadParams) -> HistoryResult:
         self._authorise(actor, "read")
@@ -247,8 +323,13 @@ class LessonService:
             if stored is None:
                 raise not_found(scope, key)
             versions = tx.versions(stored.pk, stored.lesson.id)
-        return HistoryResult(lesson_id=stored.lesson.id, scope=scope, key=key,
-                             status=stored.lesson.status, versions=versions)
+        return HistoryResult(
+            lesson_id=stored.lesson.id,
+            scope=scope,
+            key=key,
+            status=stored.lesson.status,
+            versions=versions,
+        )
 
     def memory_list(self, actor: Actor, p: ListParams) -> ListResult:
         self._authorise(actor, "read")
@@ -260,8 +341,9 @@ class LessonService:
             at, pk = decode_cursor(p.cursor, (str, int))
             after = (str(at), int(pk))  # type: ignore[call-overload]
         with self.store.transaction(write=False) as tx:
-            rows = tx.list_lessons(actor.owner, scope, tags=tags, now=self._now(), after=after,
-                                   limit=limit + 1)
+            rows = tx.list_lessons(
+                actor.owner, scope, tags=tags, now=self._now(), after=after, limit=limit + 1
+            )
         page = rows[:limit]
         next_cursor = None
         if len(rows) > limit:
@@ -272,27 +354,33 @@ class LessonService:
     def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
         self._authorise(actor, "read")
         if not p.scopes:
-            raise LorestoreError("invalid_scope", "search needs at least one scope",
-                                 hint='pass e.g. scopes=["repo::acme/app", "global"]')
+            raise LorestoreError(
+                "invalid_scope",
+                "search needs at least one scope",
+                hint='pass e.g. scopes=["repo::acme/app", "global"]',
+            )
         scopes = list(dict.fromkeys(parse_scope(s).text for s in p.scopes))
         tags = validate_tags(p.tags)
         limit = _bounded("limit", p.limit, 1, 100)
         match = fts_expression(p.query)
         with self.store.transaction(write=False) as tx:
             hits = tx.search(actor.owner, scopes, match, tags=tags, now=self._now(), limit=limit)
-        return SearchResult(hits=[
-            SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet)
-            for h in hits
-        ])
+        return SearchResult(
+            hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
+        )
 
     def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
         self._authorise(actor, "read")
         with self.store.transaction(write=False) as tx:
             counts = tx.scope_counts(actor.owner, self._now())
-        return ScopesResult(scopes=[
-            ScopeInventory(scope=c.scope, active=c.active, archived=c.archived, expired=c.expired)
-            for c in counts
-        ])
+        return ScopesResult(
+            scopes=[
+                ScopeInventory(
+                    scope=c.scope, active=c.active, archived=c.archived, expired=c.expired
+                )
+                for c in counts
+            ]
+        )
 
     def memory_audit(self, actor: Actor, p: AuditParams) -> AuditResult:
         self._authorise(actor, "read")
@@ -304,7 +392,8 @@ class LessonService:
             key=validate_key(p.key) if p.key else None,
             since=normalise_ts(p.since, field="since"),
             until=normalise_ts(p.until, field="until"),
-            after_id=after_id, limit=limit + 1,
+            after_id=after_id,
+            limit=limit + 1,
         )
         with self.store.transaction(write=False) as tx:
             events = tx.audit_events(query)
@@ -330,15 +419,17 @@ class LessonService:
                 raise not_found(scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)
-            updated = stored.lesson.model_copy(update={
-                "status": status, "updated_at": now,
-                "archived_at": now if status == "archived" else None,
-            })
+            updated = stored.lesson.model_copy(
+                update={
+                    "status": status,
+                    "updated_at": now,
+                    "archived_at": now if status == "archived" else None,
+                }
+            )
             tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
             action = "archive" if status == "archived" else "restore"
             version = (updated.version, stored.value_digest)
-            self._audit(tx, actor, action, updated, before=version, after=version,
-                        reason=p.reason)
+            self._audit(tx, actor, action, updated, before=version, after=version, reason=p.reason)
         return LessonResult(lesson=updated)
 
     def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:
@@ -349,24 +440,40 @@ class LessonService:
             if stored is None:
                 raise not_found(scope, key)
             erased = self._erase(tx, actor, stored, "delete", p.reason)
-        return DeleteResult(deleted=True, lesson_id=stored.lesson.id, scope=scope, key=key,
-                            versions_erased=erased)
+            tx.compact_search_index()
+        self.store.flush_erased()
+        return DeleteResult(
+            deleted=True, lesson_id=stored.lesson.id, scope=scope, key=key, versions_erased=erased
+        )
 
     def memory_purge(self, actor: Actor, p: PurgeParams) -> PurgeResult:
         self._authorise(actor, "admin")
         days = _bounded("retention_days", p.retention_days, 0, 3650)
         cutoff = format_ts(self.clock() - timedelta(days=days))
-        return self._sweep(actor, lambda tx: tx.archived_before(actor.owner, cutoff, PURGE_BATCH),
-                           "purge", f"archived more than {days} days")
+        return self._sweep(
+            actor,
+            lambda tx: tx.archived_before(actor.owner, cutoff, PURGE_BATCH),
+            "purge",
+            f"archived more than {days} days",
+        )
 
     def memory_purge_expired(self, actor: Actor, p: NoParams) -> PurgeResult:
         self._authorise(actor, "admin")
         now = self._now()
-        return self._sweep(actor, lambda tx: tx.expired_before(actor.owner, now, PURGE_BATCH),
-                           "purge_expired", "expired")
+        return self._sweep(
+            actor,
+            lambda tx: tx.expired_before(actor.owner, now, PURGE_BATCH),
+            "purge_expired",
+            "expired",
+        )
 
-    def _sweep(self, actor: Actor, batch: Callable[[Transaction], list[StoredLesson]],
-               action: str, reason: str) -> PurgeResult:
+    def _sweep(
+        self,
+        actor: Actor,
+        batch: Callable[[Transaction], list[StoredLesson]],
+        action: str,
+        reason: str,
+    ) -> PurgeResult:
         ids: list[str] = []
         while True:
             with self.store.transaction(write=True) as tx:
@@ -374,32 +481,60 @@ class LessonService:
                 for stored in rows:
                     self._erase(tx, actor, stored, action, reason)
                     ids.append(stored.lesson.id)
+                if rows:
+                    tx.compact_search_index()
             if len(rows) < PURGE_BATCH:
+                if ids:
+                    self.store.flush_erased()
                 return PurgeResult(purged=len(ids), lesson_ids=ids)
 
-    def _erase(self, tx: Transaction, actor: Actor, stored: StoredLesson, action: str,
-               reason: str | None) -> int:
+    def _erase(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, action: str, reason: str | None
+    ) -> int:
         versions = tx.versions(stored.pk, stored.lesson.id)
         tx.delete_lesson(stored.pk)
-        self._audit(tx, actor, action, stored.lesson,
-                    before=(stored.lesson.version, stored.value_digest), reason=reason,
-                    detail={"versions_erased": len(versions),
-                            "version_digests": [v.value_digest for v in versions]})
+        self._audit(
+            tx,
+            actor,
+            action,
+            stored.lesson,
+            before=(stored.lesson.version, stored.value_digest),
+            reason=reason,
+            detail={
+                "versions_erased": len(versions),
+                "version_digests": [v.value_digest for v in versions],
+            },
+        )
         return len(versions)
 
     # -- audit -----------------------------------------------------------------------------
 
-    def _audit(self, tx: Transaction, actor: Actor, action: str, lesson: Lesson, *,
-               before: tuple[int, str] | None = None, after: tuple[int, str] | None = None,
-               reason: str | None = None, detail: dict[str, Any] | None = None) -> None:
+    def _audit(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        action: str,
+        lesson: Lesson,
+        *,
+        before: tuple[int, str] | None = None,
+        after: tuple[int, str] | None = None,
+        reason: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
         event: dict[str, Any] = {
-            "owner": actor.owner, "at": self._now(), "actor": actor.principal,
-            "action": action, "scope": lesson.scope, "key": lesson.key, "lesson_id": lesson.id,
+            "owner": actor.owner,
+            "at": self._now(),
+            "actor": actor.principal,
+            "action": action,
+            "scope": lesson.scope,
+            "key": lesson.key,
+            "lesson_id": lesson.id,
             "before_version": before[0] if before else None,
             "after_version": after[0] if after else None,
             "before_digest": before[1] if before else None,
             "after_digest": after[1] if after else None,
-            "reason": reason, "detail": detail or {},
+            "reason": reason,
+            "detail": detail or {},
         }
         if actor.session:
             event["detail"] = {**event["detail"], "session": actor.session}
@@ -416,8 +551,15 @@ def _owner_dict(owner: str) -> dict[str, str]:
 
 def _version_of(lesson: Lesson, digest: str, actor: Actor) -> LessonVersion:
     return LessonVersion(
-        lesson_id=lesson.id, version=lesson.version, state="accepted", value=lesson.value,
-        value_digest=digest, tags=lesson.tags, valid_from=lesson.valid_from,
-        valid_to=lesson.valid_to, recorded_at=lesson.recorded_at, actor=actor.principal,
+        lesson_id=lesson.id,
+        version=lesson.version,
+        state="accepted",
+        value=lesson.value,
+        value_digest=digest,
+        tags=lesson.tags,
+        valid_from=lesson.valid_from,
+        valid_to=lesson.valid_to,
+        recorded_at=lesson.recorded_at,
+        actor=actor.principal,
         source=lesson.source,
     )

@@ -53,8 +53,10 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
     info: Any
     if positional:
         optional_value = name == "value"
-        info = typer.Argument(help=help_text + (" (or '-' / omitted: read stdin)"
-                                               if optional_value else ""), show_default=False)
+        info = typer.Argument(
+            help=help_text + (" (or '-' / omitted: read stdin)" if optional_value else ""),
+            show_default=False,
+        )
         if optional_value:
             annotation = str | None
             default = None
@@ -64,22 +66,35 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
         flag = "--" + _SINGULAR.get(name, name).replace("_", "-")
         decls = [flag, *([_SHORT[name]] if name in _SHORT else [])]
         info = typer.Option(*decls, help=help_text, show_default=default not in (None, False))
-        if annotation is list[str]:
+        if annotation == list[str]:
             annotation = list[str] | None
         elif default is None and annotation is not bool:
             annotation = annotation | None
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                             default=default, annotation=Annotated[annotation, info])
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, info],
+    )
 
 
 def _source_parameters() -> list[inspect.Parameter]:
     params = []
     for name in _SOURCE_FIELDS:
         annotation = int | None if name == "pr" else str | None
-        info = typer.Option(f"--{name.replace('_', '-')}", help=f"provenance: source.{name}",
-                            rich_help_panel="Provenance")
-        params.append(inspect.Parameter(_SOURCE_PREFIX + name, inspect.Parameter.KEYWORD_ONLY,
-                                        default=None, annotation=Annotated[annotation, info]))
+        info = typer.Option(
+            f"--{name.replace('_', '-')}",
+            help=f"provenance: source.{name}",
+            rich_help_panel="Provenance",
+        )
+        params.append(
+            inspect.Parameter(
+                _SOURCE_PREFIX + name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=Annotated[annotation, info],
+            )
+        )
     return params
 
 
@@ -94,16 +109,30 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
         if name == "source":
             parameters.extend(_source_parameters())
         elif name == "depends_on":
-            info = typer.Option("--depends-on", help="a file the lesson relies on, PATH=BLOB "
-                                "(repeatable)", rich_help_panel="Provenance")
-            parameters.append(inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                annotation=Annotated[list[str] | None, info]))
+            info = typer.Option(
+                "--depends-on",
+                help="a file the lesson relies on, PATH=BLOB (repeatable)",
+                rich_help_panel="Provenance",
+            )
+            parameters.append(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[list[str] | None, info],
+                )
+            )
         else:
             parameters.append(_option_parameter(name, field, positional=False))
     json_info = typer.Option("--json", help="print the result (or error) as JSON")
-    parameters.append(inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY,
-                                        default=False, annotation=Annotated[bool, json_info]))
+    parameters.append(
+        inspect.Parameter(
+            "json_output",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=Annotated[bool, json_info],
+        )
+    )
 
     def command(**kwargs: Any) -> None:
         as_json = bool(kwargs.pop("json_output"))
@@ -118,8 +147,11 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
 def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Turn parsed command-line values into the operation's raw arguments."""
     data: dict[str, Any] = {}
-    source = {k.removeprefix(_SOURCE_PREFIX): v for k, v in kwargs.items()
-              if k.startswith(_SOURCE_PREFIX) and v is not None}
+    source = {
+        k.removeprefix(_SOURCE_PREFIX): v
+        for k, v in kwargs.items()
+        if k.startswith(_SOURCE_PREFIX) and v is not None
+    }
     if source:
         data["source"] = source
     for name, value in kwargs.items():
@@ -132,7 +164,7 @@ def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
     if "value" in op.params.model_fields and data.get("value") in (None, "-"):
         data["value"] = _read_stdin()
     for name, field in op.params.model_fields.items():
-        if name not in data and field.is_required() and _cli_type(field.annotation) is list[str]:
+        if name not in data and field.is_required() and _cli_type(field.annotation) == list[str]:
             data[name] = []
     return data
 
@@ -140,13 +172,19 @@ def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
 def _dependency(item: str) -> dict[str, str]:
     path, sep, blob = item.partition("=")
     if not sep or not path or not blob:
-        raise LorestoreError("invalid_argument", f"--depends-on {item!r} is not PATH=BLOB",
-                             hint="e.g. --depends-on tests/conftest.py=9fceb02...")
+        raise LorestoreError(
+            "invalid_argument",
+            f"--depends-on {item!r} is not PATH=BLOB",
+            hint="e.g. --depends-on tests/conftest.py=9fceb02...",
+        )
     return {"path": path, "blob": blob}
 
 
 def _read_stdin() -> str:
     if sys.stdin is None or sys.stdin.isatty():
-        raise LorestoreError("invalid_value", "no lesson value given",
-                             hint="pass it as the third argument or pipe it on stdin")
+        raise LorestoreError(
+            "invalid_value",
+            "no lesson value given",
+            hint="pass it as the third argument or pipe it on stdin",
+        )
     return sys.stdin.read().rstrip("\n")

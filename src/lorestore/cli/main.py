@@ -57,8 +57,12 @@ for _op in on_surface("cli"):
 
 @app.command("mcp")
 def mcp_command(
-    announce: Annotated[bool, typer.Option(
-        "--announce", help="print how to connect an MCP host to stderr before serving")] = False,
+    announce: Annotated[
+        bool,
+        typer.Option(
+            "--announce", help="print how to connect an MCP host to stderr before serving"
+        ),
+    ] = False,
 ) -> None:
     """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts)."""
     try:
@@ -83,8 +87,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="print the version and exit")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
 ) -> None:
     """lorestore keeps the lessons coding agents learn, with every version and correction."""
 

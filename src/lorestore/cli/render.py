@@ -22,8 +22,13 @@ from lorestore.models import (
     WriteResult,
 )
 
-_TRUST_STYLE = {"verified": "green", "corroborated": "cyan", "candidate": "yellow",
-                "disputed": "magenta", "rejected": "red"}
+_TRUST_STYLE = {
+    "verified": "green",
+    "corroborated": "cyan",
+    "candidate": "yellow",
+    "disputed": "magenta",
+    "rejected": "red",
+}
 
 
 def _excerpt(text: str, width: int = 80) -> str:
@@ -48,33 +53,53 @@ def _lesson_panel(lesson: Lesson) -> Panel:
     return Panel(body, title=f"{escape(lesson.scope)} / {escape(lesson.key)}", title_align="left")
 
 
-def render(console: Console, result: Result) -> None:  # noqa: C901 - a dispatch table
+def render(console: Console, result: Result) -> None:
     if isinstance(result, WriteResult):
         lesson = result.lesson
-        console.print(f"[bold]{result.result}[/] {escape(lesson.scope)} / {escape(lesson.key)} "
-                      f"(v{lesson.version}, {_trust(lesson)}, seen {lesson.seen_count})")
+        console.print(
+            f"[bold]{result.result}[/] {escape(lesson.scope)} / {escape(lesson.key)} "
+            f"(v{lesson.version}, {_trust(lesson)}, seen {lesson.seen_count})"
+        )
     elif isinstance(result, LessonResult):
         console.print(_lesson_panel(result.lesson))
     elif isinstance(result, HistoryResult):
-        table = Table("v", "state", "recorded", "actor", "value", title=escape(
-            f"{result.scope} / {result.key} ({result.status})"))
+        table = Table(
+            "v",
+            "state",
+            "recorded",
+            "actor",
+            "value",
+            title=escape(f"{result.scope} / {result.key} ({result.status})"),
+        )
         for v in result.versions:
-            table.add_row(str(v.version), v.state, v.recorded_at, v.actor, escape(_excerpt(v.value)))
+            table.add_row(
+                str(v.version), v.state, v.recorded_at, v.actor, escape(_excerpt(v.value))
+            )
         console.print(table)
     elif isinstance(result, ListResult):
         table = Table("key", "trust", "v", "tags", "updated", "value")
         for lesson in result.lessons:
-            table.add_row(escape(lesson.key), _trust(lesson), str(lesson.version),
-                          escape(",".join(lesson.tags)), lesson.updated_at,
-                          escape(_excerpt(lesson.value, 60)))
+            table.add_row(
+                escape(lesson.key),
+                _trust(lesson),
+                str(lesson.version),
+                escape(",".join(lesson.tags)),
+                lesson.updated_at,
+                escape(_excerpt(lesson.value, 60)),
+            )
         console.print(table if result.lessons else "[dim]no lessons[/]")
         if result.next_cursor:
             console.print(f"[dim]more: --cursor {result.next_cursor}[/]")
     elif isinstance(result, SearchResult):
         table = Table("score", "scope", "key", "trust", "snippet")
         for hit in result.hits:
-            table.add_row(f"{hit.score:.3f}", escape(hit.lesson.scope), escape(hit.lesson.key),
-                          _trust(hit.lesson), escape(_excerpt(hit.snippet, 70)))
+            table.add_row(
+                f"{hit.score:.3f}",
+                escape(hit.lesson.scope),
+                escape(hit.lesson.key),
+                _trust(hit.lesson),
+                escape(_excerpt(hit.snippet, 70)),
+            )
         console.print(table if result.hits else "[dim]no matches[/]")
     elif isinstance(result, ScopesResult):
         table = Table("scope", "active", "archived", "expired")
@@ -85,14 +110,23 @@ def render(console: Console, result: Result) -> None:  # noqa: C901 - a dispatch
         table = Table("id", "at", "actor", "action", "scope", "key", "version")
         for e in result.events:
             versions = f"{e.before_version or '-'} → {e.after_version or '-'}"
-            table.add_row(str(e.id), e.at, escape(e.actor), e.action, escape(e.scope or ""),
-                          escape(e.key or ""), versions)
+            table.add_row(
+                str(e.id),
+                e.at,
+                escape(e.actor),
+                e.action,
+                escape(e.scope or ""),
+                escape(e.key or ""),
+                versions,
+            )
         console.print(table)
         if result.next_cursor:
             console.print(f"[dim]more: --cursor {result.next_cursor}[/]")
     elif isinstance(result, DeleteResult):
-        console.print(f"deleted {escape(result.scope)} / {escape(result.key)}: "
-                      f"{result.versions_erased} version(s) erased")
+        console.print(
+            f"deleted {escape(result.scope)} / {escape(result.key)}: "
+            f"{result.versions_erased} version(s) erased"
+        )
     elif isinstance(result, PurgeResult):
         console.print(f"purged {result.purged} lesson(s)")
     else:  # pragma: no cover - every result type is listed above

@@ -10,8 +10,19 @@ from typing import Any
 
 GENESIS = "0" * 64
 CHAINED_FIELDS = (
-    "owner", "at", "actor", "action", "scope", "key", "lesson_id", "before_version",
-    "after_version", "before_digest", "after_digest", "reason", "detail",
+    "owner",
+    "at",
+    "actor",
+    "action",
+    "scope",
+    "key",
+    "lesson_id",
+    "before_version",
+    "after_version",
+    "before_digest",
+    "after_digest",
+    "reason",
+    "detail",
 )
 
 

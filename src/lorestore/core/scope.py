@@ -20,7 +20,9 @@ _NAME = r"[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9_])?"
 _NAME_RE = re.compile(rf"^{_NAME}$")
 # Git ref rules that matter here: no whitespace, control or ~^:?*[\ characters, no "..",
 # no empty path segment, no leading "-" and no trailing "." or ".lock".
-_BRANCH_RE = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*\.lock$)[^\s~^:?*\[\\\x00-\x1f\x7f]{1,200}(?<![./])$")
+_BRANCH_RE = re.compile(
+    r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*\.lock$)[^\s~^:?*\[\\\x00-\x1f\x7f]{1,200}(?<![./])$"
+)
 _KINDS: tuple[ScopeKind, ...] = ("global", "project", "repo", "branch")
 _KIND_ALIASES = {
     "projects": "project",
@@ -82,7 +84,9 @@ class Scope:
 GLOBAL = Scope("global")
 
 
-def _invalid(raw: str, why: str, corrected: str | None = None, example: str | None = None) -> LorestoreError:
+def _invalid(
+    raw: str, why: str, corrected: str | None = None, example: str | None = None
+) -> LorestoreError:
     hint = None
     if corrected is not None:
         hint = f'{why}: "{corrected}"'
@@ -121,8 +125,11 @@ def parse_scope(raw: str) -> Scope:
     kind_word, rest = parts[0], parts[1:]
     kind = kind_word if kind_word in _KINDS else _KIND_ALIASES.get(kind_word)
     if kind is None:
-        raise _invalid(raw, f"unknown scope kind {kind_word!r}; use global, project, repo or branch",
-                       example='"repo::acme/app"')
+        raise _invalid(
+            raw,
+            f"unknown scope kind {kind_word!r}; use global, project, repo or branch",
+            example='"repo::acme/app"',
+        )
     if kind != kind_word:
         raise _invalid(raw, f"the scope kind is spelled {kind!r}", "::".join([kind, *rest]))
     if kind == "global":
@@ -136,23 +143,34 @@ def _parse_named(raw: str, kind: str, rest: list[str], original_branch: str) -> 
             raise _invalid(raw, "a project scope is project::NAME", example='"project::billing"')
         name = rest[0].strip("/")
         if not _NAME_RE.match(name):
-            raise _invalid(raw, "a project name uses letters, digits, '.', '_' and '-'",
-                           example='"project::billing"')
+            raise _invalid(
+                raw,
+                "a project name uses letters, digits, '.', '_' and '-'",
+                example='"project::billing"',
+            )
         return Scope("project", project=name)
     owner, name = _parse_repo(raw, kind, rest[0] if rest else "")
     if kind == "repo":
         if len(rest) == 2 and rest[1]:
-            raise _invalid(raw, "a repo scope has no branch part; for a branch use",
-                           f"branch::{owner}/{name}::{rest[1]}")
+            raise _invalid(
+                raw,
+                "a repo scope has no branch part; for a branch use",
+                f"branch::{owner}/{name}::{rest[1]}",
+            )
         if len(rest) != 1:
             raise _invalid(raw, "a repo scope is repo::OWNER/NAME", f"repo::{owner}/{name}")
         return Scope("repo", owner=owner, name=name)
     if len(rest) < 2 or not rest[1]:
-        raise _invalid(raw, "a branch scope names its branch", example=f'"branch::{owner}/{name}::main"')
+        raise _invalid(
+            raw, "a branch scope names its branch", example=f'"branch::{owner}/{name}::main"'
+        )
     branch = "::".join(rest[1:])
     if "::" in branch or not _BRANCH_RE.match(branch):
-        raise _invalid(raw, f"{original_branch!r} is not a valid git branch name",
-                       example=f'"branch::{owner}/{name}::feature/login"')
+        raise _invalid(
+            raw,
+            f"{original_branch!r} is not a valid git branch name",
+            example=f'"branch::{owner}/{name}::feature/login"',
+        )
     return Scope("branch", owner=owner, name=name, branch=branch)
 
 
@@ -161,10 +179,16 @@ def _parse_repo(raw: str, kind: str, text: str) -> tuple[str, str]:
     if len(pieces) == 2 and all(_NAME_RE.match(p) for p in pieces):
         return pieces[0], pieces[1]
     if len(pieces) == 1:
-        raise _invalid(raw, f"a {kind} scope names the repository as OWNER/NAME",
-                       example=f'"{kind}::acme/{pieces[0]}"')
-    raise _invalid(raw, "a repository is OWNER/NAME using letters, digits, '.', '_' and '-'",
-                   example=f'"{kind}::acme/app"')
+        raise _invalid(
+            raw,
+            f"a {kind} scope names the repository as OWNER/NAME",
+            example=f'"{kind}::acme/{pieces[0]}"',
+        )
+    raise _invalid(
+        raw,
+        "a repository is OWNER/NAME using letters, digits, '.', '_' and '-'",
+        example=f'"{kind}::acme/app"',
+    )
 
 
 def _suggest_without_separator(raw: str, text: str) -> LorestoreError:
@@ -185,8 +209,11 @@ def _suggest_without_separator(raw: str, text: str) -> LorestoreError:
                 return _invalid(raw, 'use "::" as the separator', candidate)
     if lowered.count("/") == 1 and all(_NAME_RE.match(p) for p in lowered.split("/")):
         return _invalid(raw, "a repository scope starts with repo::", f"repo::{lowered}")
-    return _invalid(raw, "a scope is global, project::NAME, repo::OWNER/NAME or "
-                    "branch::OWNER/NAME::BRANCH", example='"repo::acme/app"')
+    return _invalid(
+        raw,
+        "a scope is global, project::NAME, repo::OWNER/NAME or branch::OWNER/NAME::BRANCH",
+        example='"repo::acme/app"',
+    )
 
 
 def normalise_scope(raw: str) -> str:

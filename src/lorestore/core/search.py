@@ -25,8 +25,11 @@ def fts_expression(text: str) -> str:
     read as an operator; BM25 then ranks lessons that match more, and rarer, words first."""
     terms = query_terms(text)
     if not terms:
-        raise LorestoreError("invalid_argument", "the search query has no words to look for",
-                             hint='search for words, e.g. "postgres migration"')
+        raise LorestoreError(
+            "invalid_argument",
+            "the search query has no words to look for",
+            hint='search for words, e.g. "postgres migration"',
+        )
     return " OR ".join(f'"{term}"' for term in terms)
 
 
@@ -44,6 +47,9 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> tuple[object, ...]:
         ):
             raise ValueError(parts)
     except (ValueError, TypeError) as exc:
-        raise LorestoreError("invalid_cursor", "the cursor is not one this store issued",
-                             hint="pass the next_cursor of the previous page unchanged") from exc
+        raise LorestoreError(
+            "invalid_cursor",
+            "the cursor is not one this store issued",
+            hint="pass the next_cursor of the previous page unchanged",
+        ) from exc
     return tuple(parts)

@@ -22,23 +22,35 @@ def _has_control(text: str) -> bool:
 def validate_key(key: str) -> str:
     """A key is 1-512 characters with no control characters; surrounding spaces are trimmed."""
     if not isinstance(key, str) or not key.strip():
-        raise LorestoreError("invalid_key", "a key is required",
-                             hint="name the lesson, e.g. integration-tests-need-postgres")
+        raise LorestoreError(
+            "invalid_key",
+            "a key is required",
+            hint="name the lesson, e.g. integration-tests-need-postgres",
+        )
     key = key.strip()
     if len(key) > MAX_KEY_CHARS:
-        raise LorestoreError("invalid_key", f"key is {len(key)} characters; the limit is "
-                             f"{MAX_KEY_CHARS}", hint="use a short name and put detail in the value")
+        raise LorestoreError(
+            "invalid_key",
+            f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}",
+            hint="use a short name and put detail in the value",
+        )
     if _has_control(key):
-        raise LorestoreError("invalid_key", "key contains a control character (newline, tab, ...)",
-                             hint="keys are one line of printable text")
+        raise LorestoreError(
+            "invalid_key",
+            "key contains a control character (newline, tab, ...)",
+            hint="keys are one line of printable text",
+        )
     return key
 
 
 def validate_value(value: str) -> str:
     """A value is 1 B - 64 KiB of UTF-8, counted in bytes; it is stored exactly as given."""
     if not isinstance(value, str) or not value.strip():
-        raise LorestoreError("invalid_value", "a lesson value is required and cannot be blank",
-                             hint="pass the text as an argument or on stdin")
+        raise LorestoreError(
+            "invalid_value",
+            "a lesson value is required and cannot be blank",
+            hint="pass the text as an argument or on stdin",
+        )
     size = len(value.encode("utf-8", errors="surrogatepass"))
     if size > MAX_VALUE_BYTES:
         raise LorestoreError(
@@ -66,11 +78,16 @@ def validate_tags(tags: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
             raise LorestoreError("invalid_tags", "a tag cannot be blank")
         tag = tag.strip().lower()
         if len(tag) > MAX_TAG_CHARS:
-            raise LorestoreError("invalid_tags", f"tag {tag[:20]!r}... is {len(tag)} characters; "
-                                 f"the limit is {MAX_TAG_CHARS}")
+            raise LorestoreError(
+                "invalid_tags",
+                f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {MAX_TAG_CHARS}",
+            )
         if _has_control(tag) or "," in tag:
-            raise LorestoreError("invalid_tags", f"tag {tag!r} contains a comma or control character",
-                                 hint="pass several tags as separate --tag options")
+            raise LorestoreError(
+                "invalid_tags",
+                f"tag {tag!r} contains a comma or control character",
+                hint="pass several tags as separate --tag options",
+            )
         cleaned.add(tag)
     return tuple(sorted(cleaned))
 
@@ -82,9 +99,11 @@ def validate_ttl(ttl_days: int | None) -> int | None:
     if isinstance(ttl_days, bool) or not isinstance(ttl_days, int):
         raise LorestoreError("invalid_ttl", "ttl_days must be a whole number of days")
     if not MIN_TTL_DAYS <= ttl_days <= MAX_TTL_DAYS:
-        raise LorestoreError("invalid_ttl", f"ttl_days is {ttl_days}; it must be between "
-                             f"{MIN_TTL_DAYS} and {MAX_TTL_DAYS}",
-                             hint="omit it to keep the lesson until it is archived")
+        raise LorestoreError(
+            "invalid_ttl",
+            f"ttl_days is {ttl_days}; it must be between {MIN_TTL_DAYS} and {MAX_TTL_DAYS}",
+            hint="omit it to keep the lesson until it is archived",
+        )
     return ttl_days
 
 

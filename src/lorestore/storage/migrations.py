@@ -41,8 +41,10 @@ def discover(package: str) -> list[Migration]:
     found.sort(key=lambda m: m.number)
     numbers = [m.number for m in found]
     if numbers != list(range(1, len(found) + 1)):
-        raise LorestoreError("migration_error", f"migrations in {package} are not numbered "
-                             f"1..n without gaps: {numbers}")
+        raise LorestoreError(
+            "migration_error",
+            f"migrations in {package} are not numbered 1..n without gaps: {numbers}",
+        )
     return found
 
 

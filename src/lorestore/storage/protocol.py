@@ -82,6 +82,9 @@ class Transaction(Protocol):
     def delete_lesson(self, pk: int) -> None:
         """Erase a lesson and every version and session row of it."""
 
+    def compact_search_index(self) -> None:
+        """Rewrite the full-text index so that erased text leaves no residue in it."""
+
     def insert_version(self, pk: int, version: LessonVersion) -> None: ...
 
     def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]: ...
@@ -146,5 +149,9 @@ class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
 
     def transaction(self, *, write: bool) -> AbstractContextManager[Transaction]: ...
+
+    def flush_erased(self) -> None:
+        """After a hard delete commits: make sure no copy of the erased content lingers in
+        the backend's logs (best effort; a concurrent reader may postpone it)."""
 
     def close(self) -> None: ...

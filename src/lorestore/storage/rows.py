@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
+
+
+class RowLike(Protocol):
+    """A database row addressable by column name (sqlite3.Row, a psycopg dict row)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+    def keys(self) -> Any: ...
+
 
 _EMPTY_OBJECT = "{}"
 _EMPTY_LIST = "[]"
@@ -34,7 +43,7 @@ def owner_dict(text: str) -> dict[str, str]:
     return {kind: ident}
 
 
-def lesson_from_row(row: Mapping[str, Any]) -> Lesson:
+def lesson_from_row(row: RowLike) -> Lesson:
     return Lesson.model_validate(
         {
             "id": row["id"],
@@ -93,7 +102,7 @@ def lesson_params(lesson: Lesson, value_digest: str, pending_version: int | None
     }
 
 
-def version_from_row(row: Mapping[str, Any], lesson_id: str) -> LessonVersion:
+def version_from_row(row: RowLike, lesson_id: str) -> LessonVersion:
     return LessonVersion.model_validate(
         {
             "lesson_id": lesson_id,
@@ -127,8 +136,9 @@ def version_params(pk: int, version: LessonVersion) -> dict[str, Any]:
     }
 
 
-def audit_from_row(row: Mapping[str, Any]) -> AuditEvent:
-    data = dict(row)
+def audit_from_row(row: RowLike) -> AuditEvent:
+    # sqlite3.Row iterates values, not names, hence keys().
+    data = {name: row[name] for name in row.keys()}  # noqa: SIM118
     data.pop("prev_hash", None)
     data["detail"] = _loads(data["detail"], _EMPTY_OBJECT)
     return AuditEvent.model_validate(data)

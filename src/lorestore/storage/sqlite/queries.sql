@@ -29,6 +29,10 @@ WHERE pk = :pk;
 -- Hard delete: the row, and by cascade every version and session of it.
 DELETE FROM lessons WHERE pk = :pk;
 
+-- name: compact_search_index
+-- Merge the full-text index into one segment so deleted text leaves no tokens behind.
+INSERT INTO lessons_fts (lessons_fts) VALUES ('optimize');
+
 -- name: insert_version
 -- Record one immutable version of a lesson.
 INSERT INTO lesson_versions (lesson_pk, version, state, value, value_digest, tags,

@@ -50,7 +50,9 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 
 def _stored(row: sqlite3.Row) -> StoredLesson:
-    return StoredLesson(lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"])
+    return StoredLesson(
+        lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"]
+    )
 
 
 class SQLiteTransaction:
@@ -89,6 +91,9 @@ class SQLiteTransaction:
     def delete_lesson(self, pk: int) -> None:
         self._conn.execute(Q["delete_lesson"], {"pk": pk})
 
+    def compact_search_index(self) -> None:
+        self._conn.execute(Q["compact_search_index"])
+
     def insert_version(self, pk: int, version: LessonVersion) -> None:
         self._conn.execute(Q["insert_version"], version_params(pk, version))
 
@@ -117,8 +122,13 @@ class SQLiteTransaction:
         if row is None:
             return None
         return Tombstone(
-            id=row["id"], owner=row["owner"], scope=row["scope"], value_digest=row["value_digest"],
-            reason=row["reason"], actor=row["actor"], created_at=row["created_at"],
+            id=row["id"],
+            owner=row["owner"],
+            scope=row["scope"],
+            value_digest=row["value_digest"],
+            reason=row["reason"],
+            actor=row["actor"],
+            created_at=row["created_at"],
             lesson_id=row["lesson_id"],
         )
 
@@ -126,9 +136,13 @@ class SQLiteTransaction:
         self._conn.execute(
             Q["insert_tombstone"],
             {
-                "id": tombstone.id, "owner": tombstone.owner, "scope": tombstone.scope,
-                "value_digest": tombstone.value_digest, "reason": tombstone.reason,
-                "actor": tombstone.actor, "created_at": tombstone.created_at,
+                "id": tombstone.id,
+                "owner": tombstone.owner,
+                "scope": tombstone.scope,
+                "value_digest": tombstone.value_digest,
+                "reason": tombstone.reason,
+                "actor": tombstone.actor,
+                "created_at": tombstone.created_at,
                 "lesson_id": tombstone.lesson_id,
             },
         )
@@ -144,9 +158,14 @@ class SQLiteTransaction:
         limit: int,
     ) -> list[StoredLesson]:
         params = {
-            "owner": owner, "scope": scope, "now": now, "limit": limit,
-            "after_at": after[0] if after else None, "after_pk": after[1] if after else None,
-            "tags": dumps(list(tags)), "ntags": len(tags),
+            "owner": owner,
+            "scope": scope,
+            "now": now,
+            "limit": limit,
+            "after_at": after[0] if after else None,
+            "after_pk": after[1] if after else None,
+            "tags": dumps(list(tags)),
+            "ntags": len(tags),
         }
         return [_stored(r) for r in self._all("list_lessons", params)]
 
@@ -161,8 +180,13 @@ class SQLiteTransaction:
         limit: int,
     ) -> list[SearchHit]:
         params = {
-            "owner": owner, "scopes": dumps(list(scopes)), "match": match, "now": now,
-            "limit": limit, "tags": dumps(list(tags)), "ntags": len(tags),
+            "owner": owner,
+            "scopes": dumps(list(scopes)),
+            "match": match,
+            "now": now,
+            "limit": limit,
+            "tags": dumps(list(tags)),
+            "ntags": len(tags),
         }
         return [
             SearchHit(lesson_from_row(r), float(r["score"]), r["snippet"])
@@ -194,8 +218,13 @@ class SQLiteTransaction:
 
     def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
         params = {
-            "owner": query.owner, "scope": query.scope, "key": query.key, "since": query.since,
-            "until": query.until, "after_id": query.after_id, "limit": query.limit,
+            "owner": query.owner,
+            "scope": query.scope,
+            "key": query.key,
+            "since": query.since,
+            "until": query.until,
+            "after_id": query.after_id,
+            "limit": query.limit,
         }
         return [audit_from_row(r) for r in self._all("audit_events", params)]
 
@@ -220,6 +249,8 @@ class SQLiteStore:
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
+        # A hard delete must erase content from the file, not just unlink its pages.
+        self._conn.execute("PRAGMA secure_delete = ON")
         self.applied = self._migrate()
 
     def _migrate(self) -> list[migrations.Migration]:
@@ -249,8 +280,12 @@ class SQLiteStore:
             if not already:
                 self._conn.execute(
                     Q["record_migration"],
-                    (migration.number, migration.name, migration.checksum,
-                     format_ts(datetime.now(UTC))),
+                    (
+                        migration.number,
+                        migration.name,
+                        migration.checksum,
+                        format_ts(datetime.now(UTC)),
+                    ),
                 )
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -274,6 +309,12 @@ class SQLiteStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def flush_erased(self) -> None:
+        # Old page images of erased rows live in the WAL until a checkpoint copies the
+        # zeroed pages back and truncates it.
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def integrity_check(self) -> str:
         with self._lock:

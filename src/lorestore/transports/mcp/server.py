@@ -37,8 +37,8 @@ def tool_definitions() -> list[types.Tool]:
             output_schema=op.result.model_json_schema(),
             annotations=types.ToolAnnotations(
                 read_only_hint=not op.mutates,
-                destructive_hint=op.name in ("memory_delete", "memory_purge",
-                                             "memory_purge_expired"),
+                destructive_hint=op.name
+                in ("memory_delete", "memory_purge", "memory_purge_expired"),
             ),
         )
         for op in on_surface("mcp")
@@ -54,14 +54,19 @@ def _error_result(error: LorestoreError) -> types.CallToolResult:
     )
 
 
-def call_tool(service: LessonService, actor: Actor, name: str,
-              arguments: dict[str, Any] | None) -> types.CallToolResult:
+def call_tool(
+    service: LessonService, actor: Actor, name: str, arguments: dict[str, Any] | None
+) -> types.CallToolResult:
     """Run one tool call through the service; never raises for a caller's mistake."""
     op = BY_NAME.get(name)
     if op is None or "mcp" not in op.surfaces:
-        return _error_result(LorestoreError(
-            "invalid_argument", f"unknown tool {name!r}",
-            hint="tools: " + ", ".join(o.name for o in on_surface("mcp"))))
+        return _error_result(
+            LorestoreError(
+                "invalid_argument",
+                f"unknown tool {name!r}",
+                hint="tools: " + ", ".join(o.name for o in on_surface("mcp")),
+            )
+        )
     try:
         result = op.invoke(service, actor, op.parse(arguments))
     except LorestoreError as error:

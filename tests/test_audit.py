@@ -1,0 +1,105 @@
+"""The audit log: every mutation recorded with actor and versions, append-only, hash-chained."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from lorestore.auth.actor import local_actor
+from lorestore.core.audit import first_break
+from lorestore.models import AuditParams, ChangeParams, DeleteParams, WriteParams
+from lorestore.service import LessonService
+
+S = "repo::acme/app"
+
+
+def _mutate(service: LessonService) -> None:
+    actor = local_actor(session="s1")
+    service.memory_write(actor, WriteParams(scope=S, key="k", value="one"))
+    service.memory_write(local_actor(session="s2"), WriteParams(scope=S, key="k", value="ONE"))
+    service.memory_write(actor, WriteParams(scope=S, key="k", value="two"))
+    service.memory_archive(actor, ChangeParams(scope=S, key="k", reason="stale"))
+    service.memory_restore(actor, ChangeParams(scope=S, key="k"))
+    service.memory_delete(actor, DeleteParams(scope=S, key="k", reason="oops"))
+
+
+def test_every_mutation_is_an_event_with_actor_and_versions(service: LessonService) -> None:
+    _mutate(service)
+    events = list(reversed(service.memory_audit(local_actor(), AuditParams()).events))
+    assert [e.action for e in events] == [
+        "write.created",
+        "write.seen",
+        "write.updated",
+        "archive",
+        "restore",
+        "delete",
+    ]
+    assert {e.actor for e in events} == {"user:local"}
+    assert [(e.before_version, e.after_version) for e in events] == [
+        (None, 1),
+        (1, 1),
+        (1, 2),
+        (2, 2),
+        (2, 2),
+        (2, None),
+    ]
+    assert events[3].reason == "stale"
+    assert events[1].detail["seen_count"] == 2
+    assert events[5].detail["versions_erased"] == 2
+    assert all(e.before_digest is None or len(e.before_digest) == 64 for e in events)
+
+
+def test_audit_holds_digests_never_values(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    service.memory_write(local_actor(), WriteParams(scope=S, key="k", value="the secret text"))
+    rows = sqlite3.connect(store.path).execute("SELECT * FROM audit_log").fetchall()
+    assert rows and "the secret text" not in repr(rows)
+
+
+def test_audit_log_refuses_update_and_delete(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    _mutate(service)
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("SELECT count(*) FROM audit_log").fetchone()[0] == 6  # positive control
+    for sql in (
+        "UPDATE audit_log SET action = 'forged'",
+        "DELETE FROM audit_log",
+        "DELETE FROM audit_log WHERE id = 1",
+    ):
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute(sql)
+    assert conn.execute("SELECT count(*) FROM audit_log").fetchone()[0] == 6
+
+
+def test_hash_chain_verifies_and_shows_tampering(service: LessonService, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _mutate(service)
+    with store.transaction(write=False) as tx:
+        chain = list(tx.audit_chain("user:local"))
+    assert first_break(chain) is None
+    forged = [dict(e) for e in chain]
+    forged[2]["reason"] = "rewritten"
+    assert first_break(forged) == forged[2]["id"]
+    assert first_break(chain[:2] + chain[3:]) == chain[3]["id"]  # a removed event shows too
+
+
+def test_audit_filters(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    actor = local_actor()
+    service.memory_write(actor, WriteParams(scope=S, key="a", value="a"))
+    clock.advance(days=1)
+    service.memory_write(actor, WriteParams(scope="global", key="b", value="b"))
+    assert [e.key for e in service.memory_audit(actor, AuditParams(scope=S)).events] == ["a"]
+    assert [e.key for e in service.memory_audit(actor, AuditParams(key="b")).events] == ["b"]
+    since = clock.now.isoformat()
+    assert [e.key for e in service.memory_audit(actor, AuditParams(since=since)).events] == ["b"]
+    assert [e.key for e in service.memory_audit(actor, AuditParams(until=since)).events] == ["a"]
+    page = service.memory_audit(actor, AuditParams(limit=1))
+    assert page.next_cursor
+    rest = service.memory_audit(actor, AuditParams(limit=1, cursor=page.next_cursor))
+    assert [e.key for e in page.events + rest.events] == ["b", "a"]
+
+
+def test_versions_are_immutable(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    service.memory_write(local_actor(), WriteParams(scope=S, key="k", value="original"))
+    conn = sqlite3.connect(store.path)
+    with pytest.raises(sqlite3.IntegrityError, match="immutable"):
+        conn.execute("UPDATE lesson_versions SET value = 'rewritten'")
+    assert conn.execute("SELECT value FROM lesson_versions").fetchall() == [("original",)]

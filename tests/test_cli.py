@@ -1,0 +1,151 @@
+"""The CLI through its real entry point: results, exit codes, stdin, and every "never
+returned" rule, each beside a positive control."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tests.conftest import Cli, Clock
+
+from lorestore.auth.actor import local_actor
+from lorestore.models import WriteParams
+from lorestore.service import LessonService
+from lorestore.storage.sqlite import SQLiteStore
+
+S = "repo::acme/app"
+
+
+def test_write_read_round_trip_with_json(cli: Cli) -> None:
+    created = cli.ok(
+        "write",
+        S,
+        "pg",
+        "Integration tests need the local Postgres",
+        "--tag",
+        "db",
+        "--commit",
+        "abc123",
+        "--agent",
+        "claude",
+    )
+    assert created["result"] == "created"
+    lesson = cli.ok("read", S, "pg")["lesson"]
+    assert lesson == created["lesson"]
+    assert lesson["source"]["commit"] == "abc123" and lesson["source"]["agent"] == "claude"
+    assert lesson["tags"] == ["db"]
+
+
+def test_value_from_stdin(cli: Cli) -> None:
+    assert cli.ok("write", S, "k", input="from stdin\n")["lesson"]["value"] == "from stdin"
+    assert cli.ok("write", S, "k", "-", input="second\n")["lesson"]["version"] == 2
+
+
+def test_bad_input_exits_2_with_code_and_hint(cli: Cli) -> None:
+    result = cli("write", "repo:acme/app", "k", "v", "--json")
+    assert result.exit_code == 2
+    error = result.error()
+    assert error["code"] == "invalid_scope"
+    assert error["hint"] == 'use "::" as the separator: "repo::acme/app"'
+    human = cli("write", "repo:acme/app", "k", "v")
+    assert human.exit_code == 2 and "invalid_scope" in human.stderr and "hint" in human.stderr
+    assert cli("write", S, "k", "v", "--ttl-days", "0", "--json").error()["code"] == "invalid_ttl"
+    assert cli("list", S, "--limit", "0", "--json").exit_code == 2
+    # Nothing was written by any of the refused commands.
+    assert cli.ok("scopes")["scopes"] == []
+
+
+def test_operational_errors_exit_1(cli: Cli) -> None:
+    missing = cli("read", S, "nope", "--json")
+    assert missing.exit_code == 1 and missing.error()["code"] == "not_found"
+    cli.ok("write", S, "k", "v1")
+    conflict = cli("write", S, "k", "v2", "--if-version", "7", "--json")
+    assert conflict.exit_code == 1 and conflict.error()["code"] == "version_conflict"
+
+
+def test_human_output_is_readable(cli: Cli) -> None:
+    out = cli("write", S, "k", "Integration tests need Postgres")
+    assert out.exit_code == 0 and "created" in out.stdout and S in out.stdout
+    shown = cli("read", S, "k")
+    assert "Integration tests need Postgres" in shown.stdout and "candidate" in shown.stdout
+
+
+def test_archived_lessons_are_never_returned(cli: Cli) -> None:
+    cli.ok("write", S, "gone", "archived postgres lesson")
+    cli.ok("write", S, "kept", "kept postgres lesson")
+    cli.ok("archive", S, "gone")
+    assert cli("read", S, "gone", "--json").error()["code"] == "not_found"
+    assert cli.ok("read", S, "kept")["lesson"]["key"] == "kept"
+    assert [x["key"] for x in cli.ok("list", S)["lessons"]] == ["kept"]
+    assert [h["lesson"]["key"] for h in cli.ok("search", "postgres", "-s", S)["hits"]] == ["kept"]
+    cli.ok("restore", S, "gone")
+    assert cli.ok("read", S, "gone")["lesson"]["status"] == "active"
+
+
+def test_deleted_lessons_are_never_returned(cli: Cli) -> None:
+    cli.ok("write", S, "gone", "deleted postgres lesson")
+    cli.ok("write", S, "kept", "kept postgres lesson")
+    assert cli.ok("delete", S, "gone")["versions_erased"] == 1
+    assert cli("read", S, "gone", "--json").error()["code"] == "not_found"
+    assert cli("history", S, "gone", "--json").error()["code"] == "not_found"
+    assert [x["key"] for x in cli.ok("list", S)["lessons"]] == ["kept"]
+    assert [h["lesson"]["key"] for h in cli.ok("search", "postgres", "-s", S)["hits"]] == ["kept"]
+
+
+def _write_in_the_past(home: Path, key: str, value: str, ttl_days: int) -> None:
+    past = LessonService(
+        SQLiteStore(home / "lorestore.db"), clock=Clock(datetime(2025, 1, 1, tzinfo=UTC))
+    )
+    past.memory_write(local_actor(), WriteParams(scope=S, key=key, value=value, ttl_days=ttl_days))
+    past.store.close()
+
+
+def test_expired_lessons_are_never_returned(cli: Cli, home: Path) -> None:
+    _write_in_the_past(home, "gone", "expired postgres lesson", ttl_days=1)
+    cli.ok("write", S, "kept", "kept postgres lesson", "--ttl-days", "30")
+    assert cli("read", S, "gone", "--json").error()["code"] == "not_found"
+    assert cli.ok("read", S, "kept")["lesson"]["expires_at"]
+    assert [x["key"] for x in cli.ok("list", S)["lessons"]] == ["kept"]
+    assert [h["lesson"]["key"] for h in cli.ok("search", "postgres", "-s", S)["hits"]] == ["kept"]
+    assert cli.ok("purge-expired")["purged"] == 1
+
+
+def test_other_scopes_are_never_returned(cli: Cli) -> None:
+    cli.ok("write", "repo::acme/other", "pg", "postgres lesson of another repo")
+    cli.ok("write", S, "pg", "postgres lesson of this repo")
+    assert cli("read", S, "missing", "--json").error()["code"] == "not_found"
+    hits = cli.ok("search", "postgres", "-s", S)["hits"]
+    assert [h["lesson"]["scope"] for h in hits] == [S]
+    assert [x["scope"] for x in cli.ok("list", S)["lessons"]] == [S]
+    # A search without a scope fails closed; it never means "all scopes".
+    no_scope = cli("search", "postgres", "--json")
+    assert no_scope.exit_code == 2 and no_scope.error()["code"] == "invalid_scope"
+
+
+def test_history_and_as_of(cli: Cli) -> None:
+    cli.ok("write", S, "k", "first")
+    cli.ok("write", S, "k", "second")
+    versions = cli.ok("history", S, "k")["versions"]
+    assert [v["value"] for v in versions] == ["first", "second"]
+    first_time = versions[0]["recorded_at"]
+    assert cli.ok("read", S, "k", "--as-of", first_time)["lesson"]["value"] == "first"
+
+
+def test_console_script_entry_point(home: Path) -> None:
+    exe = Path(sys.executable).parent / "lorestore"
+    env = {**os.environ, "LORESTORE_HOME": str(home)}
+    done = subprocess.run(
+        [str(exe), "write", S, "k", "via the script", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == "created"
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("lorestore ")

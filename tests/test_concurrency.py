@@ -1,0 +1,86 @@
+"""Several processes (one MCP server per agent) writing one database file at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+from lorestore.auth.actor import local_actor
+from lorestore.core.audit import first_break
+from lorestore.models import ListParams, NoParams, WriteParams
+from lorestore.service import LessonService
+from lorestore.storage.sqlite import SQLiteStore
+
+WRITERS = 4
+PER_WRITER = 500
+
+
+def _writer(path: str, writer: int, start: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-defined]
+    service = LessonService(SQLiteStore(path))
+    actor = local_actor(session=f"writer-{writer}")
+    start.wait()
+    for i in range(PER_WRITER):
+        scope = "global" if i % 5 == 0 else f"repo::acme/svc{i % 3}"
+        service.memory_write(
+            actor,
+            WriteParams(
+                scope=scope, key=f"w{writer}-{i}", value=f"lesson {i} from writer {writer}"
+            ),
+        )
+        # Every writer also bumps one shared lesson: contended read-modify-write.
+        if i % 50 == 0:
+            service.memory_write(
+                actor, WriteParams(scope="global", key="shared", value=f"shared {writer} {i}")
+            )
+    service.store.close()
+
+
+def test_four_processes_write_500_each_without_loss(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    SQLiteStore(path).close()  # migrate once up front, as `lorestore` does on first use
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(str(path), w, start)) for w in range(WRITERS)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+
+    store = SQLiteStore(path)
+    service = LessonService(store)
+    counts = service.memory_scopes(local_actor(), NoParams()).scopes
+    assert sum(c.active for c in counts) == WRITERS * PER_WRITER + 1
+    keys: set[str] = set()
+    for scope in (c.scope for c in counts):
+        cursor = None
+        while True:
+            page = service.memory_list(
+                local_actor(), ListParams(scope=scope, limit=200, cursor=cursor)
+            )
+            keys |= {lesson.key for lesson in page.lessons}
+            if not (cursor := page.next_cursor):
+                break
+    assert keys == {f"w{w}-{i}" for w in range(WRITERS) for i in range(PER_WRITER)} | {"shared"}
+    with store.transaction(write=False) as tx:
+        shared = tx.lesson_at("user:local", "global", "shared")
+        assert shared is not None
+        assert len(tx.versions(shared.pk, shared.lesson.id)) == shared.lesson.version == 40
+        assert first_break(tx.audit_chain("user:local")) is None
+    assert store.integrity_check() == "ok"
+    store.close()
+
+
+def test_first_open_by_racing_processes_migrates_once(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=SQLiteStore, args=(str(path),)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    store = SQLiteStore(path)
+    assert store.applied == [] and store.integrity_check() == "ok"
+    store.close()

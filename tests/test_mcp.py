@@ -1,0 +1,143 @@
+"""The MCP server as a host sees it: ``lorestore mcp`` spawned as a real process and driven by
+the official SDK client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from tests.conftest import Cli
+
+from lorestore.operations import on_surface
+
+S = "repo::acme/app"
+EXE = str(Path(sys.executable).parent / "lorestore")
+
+
+class Tools:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def ok(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(name, arguments)
+        assert not result.is_error, result.structured_content
+        assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+        payload: dict[str, Any] = result.structured_content
+        return payload
+
+    async def error(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(name, arguments)
+        assert result.is_error
+        body: dict[str, Any] = result.structured_content["error"]
+        return body
+
+
+def run_mcp(home: Path, scenario: Callable[[Tools], Awaitable[None]], **env: str) -> None:
+    params = StdioServerParameters(
+        command=EXE,
+        args=["mcp"],
+        env={"LORESTORE_HOME": str(home), "PATH": os.environ.get("PATH", ""), **env},
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await scenario(Tools(client))
+
+    anyio.run(main)
+
+
+def test_tools_are_the_catalog_with_schemas(home: Path) -> None:
+    async def scenario(tools: Tools) -> None:
+        listed = (await tools.client.list_tools()).tools
+        assert [t.name for t in listed] == [op.name for op in on_surface("mcp")]
+        by_name = {t.name: t for t in listed}
+        write = by_name["memory_write"]
+        assert set(write.input_schema["required"]) == {"scope", "key", "value"}
+        assert write.output_schema and "lesson" in write.output_schema["properties"]
+        assert by_name["memory_read"].annotations.read_only_hint is True  # type: ignore[union-attr]
+        assert by_name["memory_delete"].annotations.destructive_hint is True  # type: ignore[union-attr]
+
+    run_mcp(home, scenario)
+
+
+def test_structured_results_equal_the_cli_json(home: Path, cli: Cli) -> None:
+    captured: dict[str, Any] = {}
+
+    async def scenario(tools: Tools) -> None:
+        await tools.ok(
+            "memory_write",
+            scope=S,
+            key="pg",
+            value="Use the local Postgres",
+            tags=["db"],
+            source={"commit": "abc123"},
+        )
+        captured["read"] = await tools.ok("memory_read", scope=S, key="pg")
+        captured["search"] = await tools.ok("memory_search", query="postgres", scopes=[S])
+        captured["history"] = await tools.ok("memory_history", scope=S, key="pg")
+
+    run_mcp(home, scenario)
+    assert captured["read"] == cli.ok("read", S, "pg")
+    assert captured["search"] == cli.ok("search", "postgres", "-s", S)
+    assert captured["history"] == cli.ok("history", S, "pg")
+
+
+def test_errors_are_tool_errors_with_codes(home: Path) -> None:
+    async def scenario(tools: Tools) -> None:
+        bad = await tools.error("memory_write", scope="repo:acme/app", key="k", value="v")
+        assert bad["code"] == "invalid_scope"
+        assert bad["hint"] == 'use "::" as the separator: "repo::acme/app"'
+        assert (await tools.error("memory_read", scope=S, key="k", extra=1))["code"] == (
+            "invalid_argument"
+        )
+        assert (await tools.error("memory_read", scope=S, key="nope"))["code"] == "not_found"
+        assert (await tools.error("no_such_tool"))["code"] == "invalid_argument"
+        # None of the refused calls stored anything.
+        assert (await tools.ok("memory_scopes"))["scopes"] == []
+
+    run_mcp(home, scenario)
+
+
+def test_never_returned_rules_with_positive_controls(home: Path, cli: Cli) -> None:
+    cli.ok("write", S, "kept", "kept postgres lesson")
+    cli.ok("write", S, "archived", "archived postgres lesson")
+    cli.ok("write", S, "deleted", "deleted postgres lesson")
+    cli.ok("write", "repo::acme/other", "elsewhere", "postgres lesson of another repo")
+    cli.ok("archive", S, "archived")
+    cli.ok("delete", S, "deleted")
+
+    async def scenario(tools: Tools) -> None:
+        assert (await tools.ok("memory_read", scope=S, key="kept"))["lesson"]["key"] == "kept"
+        for key in ("archived", "deleted", "elsewhere"):
+            assert (await tools.error("memory_read", scope=S, key=key))["code"] == "not_found"
+        listed = await tools.ok("memory_list", scope=S)
+        assert [x["key"] for x in listed["lessons"]] == ["kept"]
+        hits = await tools.ok("memory_search", query="postgres lesson", scopes=[S])
+        assert [h["lesson"]["key"] for h in hits["hits"]] == ["kept"]
+        missing_scope = await tools.error("memory_search", query="postgres", scopes=[])
+        assert missing_scope["code"] == "invalid_scope"
+
+    run_mcp(home, scenario)
+
+
+def test_one_server_process_is_one_session(home: Path) -> None:
+    """Repeated writes of a value from one agent session count once; another server counts."""
+
+    async def first(tools: Tools) -> None:
+        await tools.ok("memory_write", scope=S, key="k", value="same lesson")
+        again = await tools.ok("memory_write", scope=S, key="k", value="Same  lesson")
+        assert (again["result"], again["lesson"]["seen_count"]) == ("seen", 1)
+
+    async def second(tools: Tools) -> None:
+        other = await tools.ok("memory_write", scope=S, key="k", value="same lesson")
+        assert (other["result"], other["lesson"]["seen_count"]) == ("seen", 2)
+
+    run_mcp(home, first)
+    run_mcp(home, second)

@@ -1,0 +1,362 @@
+"""The lesson lifecycle in the service, on a real SQLite file: versions, recurrence,
+optimistic concurrency, TTL, archive, hard delete, purge."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import value_digest
+from lorestore.models import (
+    ChangeParams,
+    DeleteParams,
+    ListParams,
+    NoParams,
+    PurgeParams,
+    ReadParams,
+    SearchParams,
+    WriteParams,
+)
+from lorestore.service import LessonService
+from lorestore.storage.protocol import Tombstone
+
+S = "repo::acme/app"
+
+
+def write(
+    service: LessonService,
+    value: str,
+    *,
+    key: str = "k",
+    session: str = "s1",
+    scope: str = S,
+    **extra: object,
+):  # type: ignore[no-untyped-def]
+    return service.memory_write(
+        local_actor(session=session), WriteParams(scope=scope, key=key, value=value, **extra)
+    )
+
+
+def read(service: LessonService, key: str = "k", scope: str = S, **extra: object):  # type: ignore[no-untyped-def]
+    return service.memory_read(local_actor(), ReadParams(scope=scope, key=key, **extra)).lesson
+
+
+def error_code(fn, *args) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(LorestoreError) as err:
+        fn(*args)
+    return err.value.code
+
+
+def test_create_is_version_one_candidate(service: LessonService) -> None:
+    result = write(service, "Use the local Postgres", tags=["DB"])
+    assert result.result == "created"
+    assert (result.lesson.version, result.lesson.trust, result.lesson.seen_count) == (
+        1,
+        "candidate",
+        1,
+    )
+    assert result.lesson.tags == ["db"]
+    assert result.lesson.owner == {"user": "local"}
+    assert read(service) == result.lesson
+
+
+def test_same_normalised_value_is_seen_not_a_new_version(service: LessonService) -> None:
+    write(service, "Use the local Postgres", session="a")
+    again = write(service, "  use the LOCAL   postgres", session="a")
+    assert again.result == "seen"
+    assert again.lesson.seen_count == 1  # the same session does not count twice
+    other = write(service, "Use the local Postgres", session="b")
+    assert (other.result, other.lesson.seen_count, other.lesson.version) == ("seen", 2, 1)
+    assert other.lesson.value == "Use the local Postgres"  # stored text is never rewritten
+    history = service.memory_history(local_actor(), ReadParams(scope=S, key="k"))
+    assert len(history.versions) == 1
+
+
+def test_recurrence_corroborates_at_three_sessions(service: LessonService) -> None:
+    for session in ("a", "b"):
+        assert write(service, "same", session=session).lesson.trust == "candidate"
+    assert write(service, "same", session="c").lesson.trust == "corroborated"
+    # Reading, listing and searching never change trust.
+    for _ in range(5):
+        read(service)
+        service.memory_search(local_actor(), SearchParams(query="same", scopes=[S]))
+    assert read(service).trust == "corroborated"
+
+
+def test_new_value_makes_a_new_version_and_keeps_the_old(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    v1 = write(service, "first").lesson
+    clock.advance(hours=1)
+    v2 = write(service, "second").lesson
+    assert v2.version == 2 and v2.id == v1.id and v2.created_at == v1.created_at
+    assert v2.recorded_at > v1.recorded_at
+    history = service.memory_history(local_actor(), ReadParams(scope=S, key="k")).versions
+    assert [(v.version, v.value) for v in history] == [(1, "first"), (2, "second")]
+    assert [v.recorded_at for v in history] == [v1.recorded_at, v2.recorded_at]
+
+
+def test_as_of_reads_what_the_store_said_then(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    clock.advance(days=1)
+    write(service, "first")
+    between = clock.now.isoformat()
+    clock.advance(days=1)
+    write(service, "second")
+    assert read(service, as_of=between).value == "first"
+    assert read(service, as_of=between).version == 1
+    assert read(service).value == "second"
+    with pytest.raises(LorestoreError) as err:
+        read(service, as_of="2025-01-01")
+    assert err.value.code == "not_found"
+    assert error_code(lambda: read(service, as_of="yesterday")) == "invalid_time"
+
+
+def test_valid_at_picks_the_version_that_held_in_the_world(service: LessonService) -> None:
+    write(service, "tests use postgres 14", valid_from="2025-01-01", valid_to="2026-01-01")
+    write(service, "tests use postgres 15", valid_from="2026-01-01")
+    assert read(service, valid_at="2025-06-01").value == "tests use postgres 14"
+    assert read(service, valid_at="2026-06-01").value == "tests use postgres 15"
+    assert error_code(lambda: read(service, valid_at="2024-06-01")) == "not_found"
+    assert (
+        error_code(
+            lambda: write(service, "x", key="bad", valid_from="2026-02-01", valid_to="2026-01-01")
+        )
+        == "invalid_time"
+    )
+
+
+def test_if_version_guards_against_lost_updates(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    assert write(service, "v1", if_version=0).result == "created"
+    assert error_code(lambda: write(service, "again", if_version=0)) == "version_conflict"
+    assert write(service, "v2", if_version=1).lesson.version == 2
+    with pytest.raises(LorestoreError) as err:
+        write(service, "v3", if_version=1)
+    assert err.value.details == {"expected": 1, "actual": 2}
+    assert read(service).value == "v2"  # the refused write changed nothing
+
+
+def test_ttl_sets_keeps_and_clears_expiry(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    first = write(service, "v1", ttl_days=7).lesson
+    assert first.expires_at is not None and first.expires_at.startswith("2026-01-08")
+    kept = write(service, "v2").lesson
+    assert kept.expires_at == first.expires_at
+    renewed = write(service, "v3", ttl_days=30).lesson
+    assert renewed.expires_at.startswith("2026-01-31")
+    cleared = write(service, "v3", clear_ttl=True).lesson
+    assert cleared.expires_at is None
+    assert error_code(lambda: write(service, "v4", ttl_days=0)) == "invalid_ttl"
+    assert (
+        error_code(lambda: write(service, "v4", ttl_days=3, clear_ttl=True)) == "invalid_argument"
+    )
+
+
+def test_expired_lessons_are_hidden_and_a_write_must_renew(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    write(service, "short lived postgres note", ttl_days=1)
+    write(service, "long lived postgres note", key="other")
+    clock.advance(days=2)
+    assert error_code(read, service) == "not_found"
+    assert read(service, "other").value == "long lived postgres note"  # positive control
+    listed = service.memory_list(local_actor(), ListParams(scope=S)).lessons
+    assert [lesson.key for lesson in listed] == ["other"]
+    hits = service.memory_search(local_actor(), SearchParams(query="postgres", scopes=[S])).hits
+    assert [h.lesson.key for h in hits] == ["other"]
+    assert error_code(lambda: write(service, "short lived postgres note v2")) == "expired"
+    assert write(service, "renewed", ttl_days=5).lesson.expires_at > clock.now.isoformat()
+    assert read(service).value == "renewed"
+
+
+def test_archive_hides_and_keeps_the_address(service: LessonService) -> None:
+    write(service, "archived postgres lesson")
+    write(service, "kept postgres lesson", key="kept")
+    archived = service.memory_archive(local_actor(), ChangeParams(scope=S, key="k")).lesson
+    assert archived.status == "archived" and archived.archived_at
+    assert error_code(read, service) == "not_found"
+    assert read(service, "kept").status == "active"
+    assert [x.key for x in service.memory_list(local_actor(), ListParams(scope=S)).lessons] == [
+        "kept"
+    ]
+    # The address stays taken: a write does not silently bring the lesson back.
+    assert error_code(lambda: write(service, "archived postgres lesson")) == "archived"
+    assert error_code(lambda: write(service, "something else")) == "archived"
+    restored = service.memory_restore(local_actor(), ChangeParams(scope=S, key="k")).lesson
+    assert restored.status == "active" and restored.archived_at is None
+    assert read(service).value == "archived postgres lesson"
+
+
+def test_hard_delete_erases_every_version(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    write(service, "secret v1 hunter2")
+    write(service, "secret v2 hunter2")
+    write(service, "a neighbour", key="keep")
+    result = service.memory_delete(local_actor(), DeleteParams(scope=S, key="k", reason="leak"))
+    assert result.versions_erased == 2
+    assert error_code(read, service) == "not_found"
+    assert (
+        error_code(lambda: service.memory_history(local_actor(), ReadParams(scope=S, key="k")))
+        == "not_found"
+    )
+    # Nothing of the content survives in any table, index, free page or the WAL.
+    data = store.path.read_bytes() + b"".join(
+        p.read_bytes() for p in store.path.parent.glob("lorestore.db-*")
+    )
+    assert b"hunter2" not in data
+    assert b"a neighbour" in data  # positive control: stored values are visible this way
+    actions = [e.action for e in service.memory_audit(local_actor(), _audit(key="k")).events]
+    assert actions[0] == "delete"
+    # The address is free again after a hard delete.
+    assert write(service, "fresh").result == "created"
+
+
+def _audit(**kw):  # type: ignore[no-untyped-def]
+    from lorestore.models import AuditParams
+
+    return AuditParams(scope=S, **kw)
+
+
+def test_purge_erases_only_archived_past_retention(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    for key in ("old", "recent", "active"):
+        write(service, f"value {key}", key=key)
+    service.memory_archive(local_actor(), ChangeParams(scope=S, key="old"))
+    clock.advance(days=40)
+    service.memory_archive(local_actor(), ChangeParams(scope=S, key="recent"))
+    clock.advance(days=1)
+    result = service.memory_purge(local_actor(), PurgeParams(retention_days=30))
+    assert result.purged == 1
+    history = service.memory_history(local_actor(), ReadParams(scope=S, key="recent"))
+    assert history.status == "archived"
+    assert read(service, "active").value == "value active"
+    assert (
+        error_code(lambda: service.memory_history(local_actor(), ReadParams(scope=S, key="old")))
+        == "not_found"
+    )
+
+
+def test_purge_expired(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    write(service, "goes", key="goes", ttl_days=1)
+    write(service, "stays", key="stays", ttl_days=10)
+    clock.advance(days=2)
+    assert service.memory_purge_expired(local_actor(), NoParams()).purged == 1
+    assert read(service, "stays").value == "stays"
+    assert service.memory_purge_expired(local_actor(), NoParams()).purged == 0
+
+
+def test_tombstoned_value_is_refused_in_any_form_and_narrower_scope(
+    service: LessonService, store, clock
+) -> None:  # type: ignore[no-untyped-def]
+    with store.transaction(write=True) as tx:
+        tx.insert_tombstone(
+            Tombstone(
+                id="t1",
+                owner="user:local",
+                scope=S,
+                value_digest=value_digest("Disable the flaky test"),
+                reason="hides a real race",
+                actor="user:reviewer",
+                created_at="2026-01-01T00:00:00.000000Z",
+            )
+        )
+    for scope, key, value in [
+        (S, "k", "Disable the flaky test"),
+        (S, "other-key", "DISABLE  the\tflaky test"),
+        ("branch::acme/app::main", "k", "\uff44isable the flaky test"),
+    ]:
+        with pytest.raises(LorestoreError) as err:
+            write(service, value, key=key, scope=scope)
+        assert err.value.code == "rejected_value"
+        assert err.value.details["rejected_by"] == "user:reviewer"
+        assert "hides a real race" in err.value.message
+    # Positive controls: a different value, and the same value in an unrelated scope.
+    assert write(service, "Fix the race in the flaky test").result == "created"
+    assert write(service, "Disable the flaky test", scope="repo::acme/other").result == "created"
+
+
+def test_search_ranks_by_relevance_and_filters(service: LessonService) -> None:
+    write(service, "postgres postgres vacuum settings for postgres", key="pg-heavy", tags=["db"])
+    write(service, "a note that mentions postgres once among many other words here", key="pg-light")
+    write(service, "docker compose up before running the suite", key="docker", tags=["db"])
+    write(service, "postgres in another repo", key="elsewhere", scope="repo::acme/other")
+    hits = service.memory_search(local_actor(), SearchParams(query="postgres", scopes=[S])).hits
+    assert [h.lesson.key for h in hits] == ["pg-heavy", "pg-light"]
+    assert hits[0].score > hits[1].score > 0
+    assert "[postgres]" in hits[0].snippet.lower()
+    tagged = service.memory_search(
+        local_actor(), SearchParams(query="postgres", scopes=[S], tags=["db"])
+    )
+    assert [h.lesson.key for h in tagged.hits] == ["pg-heavy"]
+    both = service.memory_search(
+        local_actor(), SearchParams(query="postgres", scopes=[S, "repo::acme/other"])
+    )
+    assert {h.lesson.key for h in both.hits} == {"pg-heavy", "pg-light", "elsewhere"}
+    assert (
+        error_code(
+            lambda: service.memory_search(local_actor(), SearchParams(query="postgres", scopes=[]))
+        )
+        == "invalid_scope"
+    )
+    assert (
+        error_code(
+            lambda: service.memory_search(local_actor(), SearchParams(query="?!", scopes=[S]))
+        )
+        == "invalid_argument"
+    )
+    # Operator words and quotes in a query are words, not FTS5 syntax.
+    service.memory_search(local_actor(), SearchParams(query='postgres AND "NOT" NEAR(', scopes=[S]))
+
+
+def test_list_pages_newest_first_with_a_keyset_cursor(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    for i in range(7):
+        clock.advance(seconds=1)
+        write(service, f"lesson {i}", key=f"k{i}", tags=["even"] if i % 2 == 0 else ["odd"])
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = service.memory_list(local_actor(), ListParams(scope=S, limit=3, cursor=cursor))
+        seen += [lesson.key for lesson in page.lessons]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == [f"k{i}" for i in reversed(range(7))]
+    even = service.memory_list(local_actor(), ListParams(scope=S, tags=["even"]))
+    assert [lesson.key for lesson in even.lessons] == ["k6", "k4", "k2", "k0"]
+    assert (
+        error_code(
+            lambda: service.memory_list(local_actor(), ListParams(scope=S, cursor="garbage"))
+        )
+        == "invalid_cursor"
+    )
+    assert (
+        error_code(lambda: service.memory_list(local_actor(), ListParams(scope=S, limit=0)))
+        == "invalid_argument"
+    )
+
+
+def test_scopes_inventory(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    write(service, "a", key="a")
+    write(service, "b", key="b", ttl_days=1)
+    write(service, "c", key="c")
+    write(service, "g", key="g", scope="global")
+    service.memory_archive(local_actor(), ChangeParams(scope=S, key="c"))
+    clock.advance(days=2)
+    inventory = {
+        s.scope: (s.active, s.archived, s.expired)
+        for s in service.memory_scopes(local_actor(), NoParams()).scopes
+    }
+    assert inventory == {S: (1, 1, 1), "global": (1, 0, 0)}
+
+
+def test_bad_input_never_changes_state(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    write(service, "original")
+    before = "\n".join(sqlite3.connect(store.path).iterdump())
+    for bad in [
+        dict(value="x", scope="repo:acme/app"),
+        dict(value="x" * 70_000),
+        dict(value="x", key=""),
+        dict(value="x", ttl_days=999),
+        dict(value="x", tags=["t"] * 40),
+        dict(value="x", valid_from="soon"),
+        dict(value="x", if_version=7),
+    ]:
+        kwargs = {"key": "k", "scope": S, **bad}
+        with pytest.raises(LorestoreError):
+            service.memory_write(local_actor(session="s"), WriteParams(**kwargs))  # type: ignore[arg-type]
+    assert "\n".join(sqlite3.connect(store.path).iterdump()) == before

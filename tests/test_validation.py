@@ -1,0 +1,76 @@
+"""Limits on keys, values, tags and TTLs, and value normalisation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import normalise_value, value_digest
+from lorestore.core.validation import (
+    MAX_VALUE_BYTES,
+    validate_key,
+    validate_tags,
+    validate_ttl,
+    validate_value,
+)
+
+
+def _code(fn, *args) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(LorestoreError) as err:
+        fn(*args)
+    return err.value.code
+
+
+def test_key_limits() -> None:
+    assert validate_key("  k  ") == "k"
+    assert validate_key("x" * 512) == "x" * 512
+    assert _code(validate_key, "x" * 513) == "invalid_key"
+    assert _code(validate_key, "") == "invalid_key"
+    assert _code(validate_key, "a\nb") == "invalid_key"
+    assert _code(validate_key, "a\x00b") == "invalid_key"
+
+
+def test_value_is_counted_in_bytes() -> None:
+    assert validate_value("a" * MAX_VALUE_BYTES)
+    assert _code(validate_value, "a" * (MAX_VALUE_BYTES + 1)) == "value_too_large"
+    # 'é' is two bytes in UTF-8: half as many fit.
+    assert validate_value("é" * (MAX_VALUE_BYTES // 2))
+    assert _code(validate_value, "é" * (MAX_VALUE_BYTES // 2 + 1)) == "value_too_large"
+    assert _code(validate_value, "   ") == "invalid_value"
+    assert _code(validate_value, "\ud800") == "invalid_value"
+
+
+def test_tags() -> None:
+    assert validate_tags(["DB", "db", " ci "]) == ("ci", "db")
+    assert validate_tags(None) == ()
+    assert len(validate_tags([f"t{i}" for i in range(32)])) == 32
+    assert _code(validate_tags, [f"t{i}" for i in range(33)]) == "invalid_tags"
+    assert _code(validate_tags, ["x" * 65]) == "invalid_tags"
+    assert _code(validate_tags, [""]) == "invalid_tags"
+
+
+def test_ttl() -> None:
+    assert validate_ttl(1) == 1
+    assert validate_ttl(365) == 365
+    assert validate_ttl(None) is None
+    for bad in (0, 366, -1, True):
+        assert _code(validate_ttl, bad) == "invalid_ttl"
+
+
+def test_normalisation_folds_case_space_and_unicode_form() -> None:
+    assert normalise_value("  Use\tthe LOCAL\n\nPostgres ") == "use the local postgres"
+    # NFKC: the ligature and the full-width letters are the same text.
+    assert normalise_value("\ufb01le \uff21\uff22\uff23") == "file abc"
+    # Composed and decomposed é are one value.
+    assert value_digest("caf\u00e9") == value_digest("cafe\u0301")
+    assert value_digest("Straße") == value_digest("STRASSE")
+    assert value_digest("a b") != value_digest("ab")
+
+
+@given(st.text(min_size=1, max_size=200))
+def test_normalisation_is_idempotent(text: str) -> None:
+    once = normalise_value(text)
+    assert normalise_value(once) == once
+    assert value_digest(text) == value_digest(once)
