@@ -141,3 +141,20 @@ def test_one_server_process_is_one_session(home: Path) -> None:
 
     run_mcp(home, first)
     run_mcp(home, second)
+
+
+def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [EXE, "mcp", "--announce"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={**os.environ, "LORESTORE_HOME": str(home)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""  # stdout is the protocol channel
+    assert "claude mcp add lorestore" in done.stderr and str(home) in done.stderr

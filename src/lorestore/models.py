@@ -38,7 +38,7 @@ class Address(Params):
 class WriteParams(Address):
     value: str = Field(description="the lesson text, markdown, 1 B - 64 KiB")
     tags: list[str] | None = Field(None, description="labels; omitted on an update keeps the old")
-    kind: LessonKind = "lesson"
+    kind: LessonKind = Field("lesson", description="lesson, signal or bus")
     ttl_days: int | None = Field(
         None,
         description="expire after this many days (1-365); "

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
+    Address,
     AuditParams,
     AuditResult,
     ChangeParams,

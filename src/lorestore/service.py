@@ -26,6 +26,7 @@ from lorestore.core.validation import (
     validate_value,
 )
 from lorestore.models import (
+    Address,
     AuditParams,
     AuditResult,
     ChangeParams,
@@ -315,7 +316,7 @@ class LessonService:
             )
         )
 
-    def memory_history(self, actor: Actor, p: ReadParams) -> HistoryResult:
+    def memory_history(self, actor: Actor, p: Address) -> HistoryResult:
         self._authorise(actor, "read")
         scope, key = parse_scope(p.scope).text, validate_key(p.key)
         with self.store.transaction(write=False) as tx:

@@ -65,7 +65,10 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
     else:
         flag = "--" + _SINGULAR.get(name, name).replace("_", "-")
         decls = [flag, *([_SHORT[name]] if name in _SHORT else [])]
-        info = typer.Option(*decls, help=help_text, show_default=default not in (None, False))
+        metavar = None if annotation is bool else _SINGULAR.get(name, name).upper()
+        info = typer.Option(
+            *decls, help=help_text, show_default=default not in (None, False), metavar=metavar
+        )
         if annotation == list[str]:
             annotation = list[str] | None
         elif default is None and annotation is not bool:

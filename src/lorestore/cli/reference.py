@@ -1,0 +1,54 @@
+"""Renders the CLI reference (docs/cli.md) from the command tree itself, so the documentation
+cannot drift: a test regenerates it and compares. Run ``python -m lorestore.cli.reference``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from lorestore.cli.main import app
+
+HEADER = """# CLI reference
+
+Generated from the command definitions by `python -m lorestore.cli.reference > docs/cli.md`;
+a test fails when this file and the commands disagree. Every operation command takes
+`--json`, which prints the result (or, on stderr, the error) as JSON. Exit status: 0 on
+success, 2 for bad input (`invalid_*`, `value_too_large`), 1 for any other error.
+"""
+
+
+def _param_line(param: Any) -> str:
+    if param.param_type_name == "argument":
+        name = f"`{param.name.upper()}`"
+        kind = "argument" + ("" if param.required else ", optional")
+    else:
+        name = ", ".join(f"`{opt}`" for opt in param.opts)
+        kind = "flag" if getattr(param, "is_flag", False) else "option"
+        if getattr(param, "multiple", False):
+            kind += ", repeatable"
+    help_text = getattr(param, "help", None) or ""
+    default = param.default
+    if default not in (None, False, (), []) and not callable(default):
+        help_text += f" (default: {default})"
+    return f"- {name} ({kind}): {help_text}".rstrip(": ")
+
+
+def render() -> str:
+    # Typer vendors its own click; only the command tree's duck-typed API is used here.
+    group: Any = typer.main.get_command(app)
+    parts = [HEADER]
+    ctx = group.context_class(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        parts.append(f"## `lorestore {name}`\n")
+        parts.append((command.help or "").strip() + "\n")
+        lines = [_param_line(p) for p in command.params if p.name != "help"]
+        if lines:
+            parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
