@@ -58,8 +58,11 @@ class WriteParams(Address):
 
 
 class WriteResult(Result):
-    result: Literal["created", "updated", "seen"]
-    lesson: Lesson
+    result: Literal["created", "updated", "seen", "proposed"] = Field(
+        description="created: new address; updated: new version; seen: same value again; "
+        "proposed: a new value for a verified lesson, awaiting review"
+    )
+    lesson: Lesson = Field(description="the lesson as now served")
 
 
 class ReadParams(Address):
@@ -76,6 +79,7 @@ class HistoryResult(Result):
     scope: str
     key: str
     status: str
+    trust: str
     versions: list[LessonVersion]
 
 
@@ -117,6 +121,7 @@ class ScopeInventory(Result):
     active: int
     archived: int
     expired: int
+    rejected: int
 
 
 class ScopesResult(Result):
@@ -160,3 +165,33 @@ class PurgeParams(Params):
 class PurgeResult(Result):
     purged: int
     lesson_ids: list[str]
+
+
+class VerifyParams(Address):
+    note: str | None = Field(None, description="what the reviewer checked; kept in the audit")
+    revision: bool = Field(False, description="accept the pending proposed revision")
+
+
+class RejectParams(Address):
+    reason: str = Field(description="why the value is wrong; shown to whoever writes it again")
+    revision: bool = Field(False, description="reject the pending proposed revision instead")
+    undo: bool = Field(False, description="lift this lesson's rejection (a reviewer's call)")
+
+
+class DisputeParams(Address):
+    reason: str = Field(description="why the lesson may be wrong")
+
+
+class ReviewQueueParams(Params):
+    scope: str | None = Field(None, description="only this scope")
+    limit: int = Field(50, description="at most this many items, 1-200")
+
+
+class ReviewItem(Result):
+    reason: Literal["disputed", "revision", "corroborated", "recurring", "outside_author"]
+    lesson: Lesson
+    proposed: LessonVersion | None = None
+
+
+class ReviewQueueResult(Result):
+    items: list[ReviewItem]

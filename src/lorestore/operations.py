@@ -21,6 +21,7 @@ from lorestore.models import (
     ChangeParams,
     DeleteParams,
     DeleteResult,
+    DisputeParams,
     HistoryResult,
     LessonResult,
     ListParams,
@@ -30,10 +31,14 @@ from lorestore.models import (
     PurgeParams,
     PurgeResult,
     ReadParams,
+    RejectParams,
     Result,
+    ReviewQueueParams,
+    ReviewQueueResult,
     ScopesResult,
     SearchParams,
     SearchResult,
+    VerifyParams,
     WriteParams,
     WriteResult,
 )
@@ -52,6 +57,11 @@ class Operation:
     cli_args: tuple[str, ...] = ()
     mutates: bool = False
     surfaces: frozenset[Surface] = ALL_SURFACES
+
+    @property
+    def destructive(self) -> bool:
+        """Erases content for good (MCP's destructive hint)."""
+        return self.name in ("memory_delete", "memory_purge", "memory_purge_expired")
 
     @property
     def cli_name(self) -> str:
@@ -85,8 +95,8 @@ def invalid_arguments(operation: str, exc: ValidationError) -> LorestoreError:
 CATALOG: tuple[Operation, ...] = (
     Operation(
         "memory_write",
-        "Write a lesson: create it, record a new version, or count a "
-        "repeat sighting of the same value.",
+        "Write a lesson: create it, record a new version, count a repeat sighting of the same "
+        "value, or propose a revision of a verified lesson.",
         WriteParams,
         WriteResult,
         cli_args=("scope", "key", "value"),
@@ -101,8 +111,8 @@ CATALOG: tuple[Operation, ...] = (
     ),
     Operation(
         "memory_history",
-        "Every version of a lesson, oldest first.",
-        ReadParams,
+        "Every version of a lesson, oldest first, with record and world times.",
+        Address,
         HistoryResult,
         cli_args=("scope", "key"),
     ),
@@ -137,6 +147,39 @@ CATALOG: tuple[Operation, ...] = (
         LessonResult,
         cli_args=("scope", "key"),
         mutates=True,
+    ),
+    Operation(
+        "memory_dispute",
+        "Dispute a lesson: withheld from recall until a reviewer verifies or rejects it.",
+        DisputeParams,
+        LessonResult,
+        cli_args=("scope", "key"),
+        mutates=True,
+    ),
+    Operation(
+        "memory_verify",
+        "Verify a lesson, or accept its proposed revision (--revision). Needs the review "
+        "permission: a person's call, never an agent's.",
+        VerifyParams,
+        LessonResult,
+        cli_args=("scope", "key"),
+        mutates=True,
+    ),
+    Operation(
+        "memory_reject",
+        "Reject a lesson's value, or its proposed revision (--revision), tombstoning it for the "
+        "scope and every narrower one; --undo lifts a rejection. Needs the review permission.",
+        RejectParams,
+        LessonResult,
+        cli_args=("scope", "key"),
+        mutates=True,
+    ),
+    Operation(
+        "memory_review_queue",
+        "What awaits a person's decision: disputes, proposed revisions, corroborated and "
+        "recurring candidates, lessons by outside authors.",
+        ReviewQueueParams,
+        ReviewQueueResult,
     ),
     Operation(
         "memory_delete",

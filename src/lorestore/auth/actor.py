@@ -28,6 +28,17 @@ class Actor:
         return permission in self.permissions or "admin" in self.permissions
 
 
+AGENT_PERMISSIONS: frozenset[Permission] = frozenset({"read", "write"})
+
+
 def local_actor(*, session: str | None = None, agent: str | None = None) -> Actor:
     """The single person who owns an embedded store: every permission, no token needed."""
     return Actor("user:local", "user:local", ALL_PERMISSIONS, session=session, agent=agent)
+
+
+def local_agent(*, session: str, agent: str | None = None) -> Actor:
+    """An agent working for the local user through the MCP server: it reads and writes the
+    user's lessons but cannot review them (no self-approval) or erase them."""
+    return Actor(
+        "user:local", "user:local", AGENT_PERMISSIONS, session=session, agent=agent, is_person=False
+    )

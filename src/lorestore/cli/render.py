@@ -17,6 +17,7 @@ from lorestore.models import (
     ListResult,
     PurgeResult,
     Result,
+    ReviewQueueResult,
     ScopesResult,
     SearchResult,
     WriteResult,
@@ -102,9 +103,11 @@ def render(console: Console, result: Result) -> None:
             )
         console.print(table if result.hits else "[dim]no matches[/]")
     elif isinstance(result, ScopesResult):
-        table = Table("scope", "active", "archived", "expired")
+        table = Table("scope", "active", "archived", "expired", "rejected")
         for s in result.scopes:
-            table.add_row(escape(s.scope), str(s.active), str(s.archived), str(s.expired))
+            table.add_row(
+                escape(s.scope), str(s.active), str(s.archived), str(s.expired), str(s.rejected)
+            )
         console.print(table if result.scopes else "[dim]no lessons yet[/]")
     elif isinstance(result, AuditResult):
         table = Table("id", "at", "actor", "action", "scope", "key", "version")
@@ -122,6 +125,19 @@ def render(console: Console, result: Result) -> None:
         console.print(table)
         if result.next_cursor:
             console.print(f"[dim]more: --cursor {result.next_cursor}[/]")
+    elif isinstance(result, ReviewQueueResult):
+        table = Table("why", "scope", "key", "trust", "seen", "value")
+        for item in result.items:
+            shown = item.proposed.value if item.proposed else item.lesson.value
+            table.add_row(
+                item.reason,
+                escape(item.lesson.scope),
+                escape(item.lesson.key),
+                _trust(item.lesson),
+                str(item.lesson.seen_count),
+                escape(_excerpt(shown, 60)),
+            )
+        console.print(table if result.items else "[dim]nothing awaits review[/]")
     elif isinstance(result, DeleteResult):
         console.print(
             f"deleted {escape(result.scope)} / {escape(result.key)}: "

@@ -16,7 +16,7 @@ from lorestore.core.errors import LorestoreError
 Trust = Literal["candidate", "corroborated", "verified", "disputed", "rejected"]
 Status = Literal["active", "archived"]
 LessonKind = Literal["lesson", "signal", "bus"]
-VersionState = Literal["accepted", "proposed", "rejected"]
+VersionState = Literal["accepted", "proposed", "superseded", "rejected"]
 TRUST_STATES: tuple[Trust, ...] = ("candidate", "corroborated", "verified", "disputed", "rejected")
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -120,6 +120,7 @@ class LessonVersion(_Record):
     valid_from: str | None = None
     valid_to: str | None = None
     recorded_at: str
+    accepted_at: str | None = None
     actor: str
     source: Source = Field(default_factory=Source)
 

@@ -50,6 +50,7 @@ class ScopeCount:
     active: int
     archived: int
     expired: int
+    rejected: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,16 @@ class Transaction(Protocol):
 
     def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]: ...
 
+    def version(self, pk: int, lesson_id: str, number: int) -> LessonVersion | None: ...
+
+    def max_version(self, pk: int) -> int:
+        """The highest version number ever used by the lesson, proposals included."""
+
+    def set_version_state(
+        self, pk: int, number: int, state: str, *, accepted_at: str | None = None
+    ) -> None:
+        """Move a version's review state (its content never changes)."""
+
     def version_at(
         self, pk: int, lesson_id: str, *, as_of: str | None, valid_at: str | None
     ) -> LessonVersion | None:
@@ -103,6 +114,19 @@ class Transaction(Protocol):
     ) -> Tombstone | None: ...
 
     def insert_tombstone(self, tombstone: Tombstone) -> None: ...
+
+    def lift_tombstones(
+        self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
+    ) -> int:
+        """Lift the live tombstones of a value at a scope; returns how many."""
+
+    def lessons_with_digest(self, owner: str, value_digest: str) -> list[StoredLesson]:
+        """Active lessons of an owner whose served value has this digest, in any scope."""
+
+    def review_queue(
+        self, owner: str, scope: str | None, *, now: str, limit: int
+    ) -> list[tuple[str, StoredLesson]]:
+        """Lessons awaiting a person's decision, with the reason, most urgent first."""
 
     def list_lessons(
         self,

@@ -114,6 +114,7 @@ def version_from_row(row: RowLike, lesson_id: str) -> LessonVersion:
             "valid_from": row["valid_from"],
             "valid_to": row["valid_to"],
             "recorded_at": row["recorded_at"],
+            "accepted_at": row["accepted_at"],
             "actor": row["actor"],
             "source": _loads(row["source"], _EMPTY_OBJECT),
         }
@@ -131,6 +132,7 @@ def version_params(pk: int, version: LessonVersion) -> dict[str, Any]:
         "valid_from": version.valid_from,
         "valid_to": version.valid_to,
         "recorded_at": version.recorded_at,
+        "accepted_at": version.accepted_at,
         "actor": version.actor,
         "source": dumps(version.source.model_dump(exclude_none=True)),
     }

@@ -36,22 +36,35 @@ INSERT INTO lessons_fts (lessons_fts) VALUES ('optimize');
 -- name: insert_version
 -- Record one immutable version of a lesson.
 INSERT INTO lesson_versions (lesson_pk, version, state, value, value_digest, tags,
-    valid_from, valid_to, recorded_at, actor, source)
+    valid_from, valid_to, recorded_at, accepted_at, actor, source)
 VALUES (:lesson_pk, :version, :state, :value, :value_digest, :tags,
-    :valid_from, :valid_to, :recorded_at, :actor, :source);
+    :valid_from, :valid_to, :recorded_at, :accepted_at, :actor, :source);
 
 -- name: versions
 -- Every version of a lesson, oldest first.
 SELECT * FROM lesson_versions WHERE lesson_pk = :pk ORDER BY version;
 
+-- name: version
+-- One version of a lesson by number.
+SELECT * FROM lesson_versions WHERE lesson_pk = :pk AND version = :number;
+
+-- name: max_version
+-- The highest version number a lesson has used, proposals included.
+SELECT max(version) AS n FROM lesson_versions WHERE lesson_pk = :pk;
+
+-- name: set_version_state
+-- Move a version's review state; the immutability trigger guards its content.
+UPDATE lesson_versions SET state = :state, accepted_at = coalesce(:accepted_at, accepted_at)
+WHERE lesson_pk = :pk AND version = :number;
+
 -- name: version_at
--- The newest accepted version known at record time :as_of that holds at world time :valid_at.
+-- The newest accepted version served at record time :as_of that holds at world time :valid_at.
 SELECT * FROM lesson_versions
 WHERE lesson_pk = :pk AND state = 'accepted'
-  AND (:as_of IS NULL OR recorded_at <= :as_of)
+  AND (:as_of IS NULL OR coalesce(accepted_at, recorded_at) <= :as_of)
   AND (:valid_at IS NULL OR ((valid_from IS NULL OR valid_from <= :valid_at)
                              AND (valid_to IS NULL OR :valid_at < valid_to)))
-ORDER BY version DESC LIMIT 1;
+ORDER BY coalesce(accepted_at, recorded_at) DESC, version DESC LIMIT 1;
 
 -- name: add_session
 -- Remember that a session wrote this value; ignored when it already did.
@@ -70,10 +83,45 @@ ORDER BY created_at LIMIT 1;
 INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id)
 VALUES (:id, :owner, :scope, :value_digest, :reason, :actor, :created_at, :lesson_id);
 
+-- name: lift_tombstones
+-- Lift the live tombstones of a value at one scope.
+UPDATE tombstones SET lifted_at = :at, lifted_by = :lifted_by, lift_reason = :reason
+WHERE owner = :owner AND scope = :scope AND value_digest = :value_digest AND lifted_at IS NULL;
+
+-- name: lessons_with_digest
+-- Active lessons of an owner serving a value with this digest, in any scope.
+SELECT * FROM lessons
+WHERE owner = :owner AND value_digest = :value_digest AND status = 'active';
+
+-- name: review_queue
+-- What awaits a person: disputes, proposed revisions, corroborated and recurring candidates,
+-- and unreviewed lessons by outside authors; most urgent first.
+SELECT * FROM (
+    SELECT l.*, CASE
+        WHEN l.trust = 'disputed' THEN 'disputed'
+        WHEN l.pending_version IS NOT NULL THEN 'revision'
+        WHEN l.trust = 'corroborated' THEN 'corroborated'
+        WHEN l.trust = 'candidate' AND l.seen_count >= 2 THEN 'recurring'
+        WHEN l.trust IN ('candidate', 'corroborated')
+             AND json_extract(l.source, '$.author_association') IS NOT NULL
+             AND upper(json_extract(l.source, '$.author_association'))
+                 NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR') THEN 'outside_author'
+    END AS queue_reason
+    FROM lessons AS l
+    WHERE l.owner = :owner AND l.status = 'active' AND l.trust != 'rejected'
+      AND (:scope IS NULL OR l.scope = :scope)
+      AND (l.expires_at IS NULL OR l.expires_at > :now)
+)
+WHERE queue_reason IS NOT NULL
+ORDER BY CASE queue_reason WHEN 'disputed' THEN 0 WHEN 'revision' THEN 1
+         WHEN 'corroborated' THEN 2 WHEN 'recurring' THEN 3 ELSE 4 END,
+         updated_at DESC, pk DESC
+LIMIT :limit;
+
 -- name: list_lessons
 -- Active, unexpired lessons of a scope, newest first, after a keyset cursor.
 SELECT * FROM lessons
-WHERE owner = :owner AND scope = :scope AND status = 'active'
+WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'rejected'
   AND (expires_at IS NULL OR expires_at > :now)
   AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
   AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
@@ -87,7 +135,7 @@ SELECT l.*, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
        snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
 FROM lessons_fts JOIN lessons AS l ON l.pk = lessons_fts.rowid
 WHERE lessons_fts MATCH :match
-  AND l.owner = :owner AND l.status = 'active'
+  AND l.owner = :owner AND l.status = 'active' AND l.trust != 'rejected'
   AND l.scope IN (SELECT value FROM json_each(:scopes))
   AND (l.expires_at IS NULL OR l.expires_at > :now)
   AND (:ntags = 0 OR (SELECT count(*) FROM json_each(l.tags) AS t
@@ -98,9 +146,11 @@ LIMIT :limit;
 -- name: scope_counts
 -- Inventory: lessons per scope by state.
 SELECT scope,
-       sum(status = 'active' AND (expires_at IS NULL OR expires_at > :now)) AS active,
+       sum(status = 'active' AND trust != 'rejected'
+           AND (expires_at IS NULL OR expires_at > :now)) AS active,
        sum(status = 'archived') AS archived,
-       sum(status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now) AS expired
+       sum(status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
+       sum(status = 'active' AND trust = 'rejected') AS rejected
 FROM lessons WHERE owner = :owner GROUP BY scope ORDER BY scope;
 
 -- name: archived_before

@@ -100,6 +100,22 @@ class SQLiteTransaction:
     def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]:
         return [version_from_row(r, lesson_id) for r in self._all("versions", {"pk": pk})]
 
+    def version(self, pk: int, lesson_id: str, number: int) -> LessonVersion | None:
+        row = self._one("version", {"pk": pk, "number": number})
+        return version_from_row(row, lesson_id) if row else None
+
+    def max_version(self, pk: int) -> int:
+        row = self._one("max_version", {"pk": pk})
+        return int(row["n"]) if row and row["n"] is not None else 0
+
+    def set_version_state(
+        self, pk: int, number: int, state: str, *, accepted_at: str | None = None
+    ) -> None:
+        self._conn.execute(
+            Q["set_version_state"],
+            {"pk": pk, "number": number, "state": state, "accepted_at": accepted_at},
+        )
+
     def version_at(
         self, pk: int, lesson_id: str, *, as_of: str | None, valid_at: str | None
     ) -> LessonVersion | None:
@@ -146,6 +162,34 @@ class SQLiteTransaction:
                 "lesson_id": tombstone.lesson_id,
             },
         )
+
+    def lift_tombstones(
+        self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
+    ) -> int:
+        cur = self._conn.execute(
+            Q["lift_tombstones"],
+            {
+                "owner": owner,
+                "scope": scope,
+                "value_digest": value_digest,
+                "lifted_by": lifted_by,
+                "at": at,
+                "reason": reason,
+            },
+        )
+        return cur.rowcount
+
+    def lessons_with_digest(self, owner: str, value_digest: str) -> list[StoredLesson]:
+        rows = self._all("lessons_with_digest", {"owner": owner, "value_digest": value_digest})
+        return [_stored(r) for r in rows]
+
+    def review_queue(
+        self, owner: str, scope: str | None, *, now: str, limit: int
+    ) -> list[tuple[str, StoredLesson]]:
+        rows = self._all(
+            "review_queue", {"owner": owner, "scope": scope, "now": now, "limit": limit}
+        )
+        return [(r["queue_reason"], _stored(r)) for r in rows]
 
     def list_lessons(
         self,
@@ -195,7 +239,10 @@ class SQLiteTransaction:
 
     def scope_counts(self, owner: str, now: str) -> list[ScopeCount]:
         rows = self._all("scope_counts", {"owner": owner, "now": now})
-        return [ScopeCount(r["scope"], r["active"], r["archived"], r["expired"]) for r in rows]
+        return [
+            ScopeCount(r["scope"], r["active"], r["archived"], r["expired"], r["rejected"])
+            for r in rows
+        ]
 
     def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]:
         rows = self._all("archived_before", {"owner": owner, "cutoff": cutoff, "limit": limit})

@@ -37,8 +37,7 @@ def tool_definitions() -> list[types.Tool]:
             output_schema=op.result.model_json_schema(),
             annotations=types.ToolAnnotations(
                 read_only_hint=not op.mutates,
-                destructive_hint=op.name
-                in ("memory_delete", "memory_purge", "memory_purge_expired"),
+                destructive_hint=op.destructive,
             ),
         )
         for op in on_surface("mcp")

@@ -6,7 +6,7 @@ import shutil
 import sys
 import uuid
 
-from lorestore.auth.actor import local_actor
+from lorestore.auth.actor import local_agent
 from lorestore.config import Settings
 
 
@@ -38,7 +38,7 @@ def serve_stdio(settings: Settings) -> None:
     # One server process serves one agent session: its writes share a session id so that
     # recurrence counts sessions, not calls.
     session = settings.session or f"mcp-{uuid.uuid4()}"
-    server = build_server(service, local_actor(session=session, agent=settings.agent))
+    server = build_server(service, local_agent(session=session, agent=settings.agent))
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):

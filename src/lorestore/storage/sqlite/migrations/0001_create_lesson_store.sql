@@ -63,6 +63,11 @@ CREATE INDEX lessons_listing ON lessons (owner, scope, status, updated_at DESC, 
 -- The two purge sweeps read different predicates; each gets its own partial index.
 CREATE INDEX lessons_expiring ON lessons (owner, expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX lessons_archived ON lessons (owner, archived_at) WHERE status = 'archived';
+-- Copies of a value across scopes, found when a reviewer rejects it.
+CREATE INDEX lessons_digest ON lessons (owner, value_digest);
+-- The review queue: what awaits a person's decision.
+CREATE INDEX lessons_review ON lessons (owner, trust, updated_at)
+    WHERE trust IN ('disputed', 'corroborated') OR pending_version IS NOT NULL;
 
 CREATE VIRTUAL TABLE lessons_fts USING fts5 (
     key, value, tags,
@@ -87,18 +92,22 @@ CREATE TRIGGER lessons_fts_update AFTER UPDATE OF key, value, tags ON lessons BE
 END;
 
 -- Every value a lesson has held, never rewritten. `state` is 'accepted' for served history,
--- 'proposed' for a revision of a verified lesson awaiting review, 'rejected' once refused.
--- Only a hard delete removes rows (with the lesson).
+-- 'proposed' for a revision of a verified lesson awaiting review, 'superseded' for a
+-- proposal replaced by a newer one, 'rejected' once refused. `accepted_at` is when a
+-- reviewed proposal started being served (NULL: served from `recorded_at`), so `as_of`
+-- answers what the store said at the time. Only a hard delete removes rows.
 CREATE TABLE lesson_versions (
     lesson_pk     INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
     version       INTEGER NOT NULL,
-    state         TEXT NOT NULL DEFAULT 'accepted' CHECK (state IN ('accepted', 'proposed', 'rejected')),
+    state         TEXT NOT NULL DEFAULT 'accepted'
+                  CHECK (state IN ('accepted', 'proposed', 'superseded', 'rejected')),
     value         TEXT NOT NULL,
     value_digest  TEXT NOT NULL,
     tags          TEXT NOT NULL DEFAULT '[]',
     valid_from    TEXT,
     valid_to      TEXT,
     recorded_at   TEXT NOT NULL,
+    accepted_at   TEXT,
     actor         TEXT NOT NULL,
     source        TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (lesson_pk, version)
@@ -106,8 +115,8 @@ CREATE TABLE lesson_versions (
 
 CREATE INDEX lesson_versions_as_of ON lesson_versions (lesson_pk, recorded_at);
 
--- A version's content is immutable; only its review state may move (proposed -> accepted
--- or rejected), which is how a proposed revision is adjudicated.
+-- A version's content is immutable; only its review state (and when it was accepted) may
+-- move, which is how a proposed revision is adjudicated.
 CREATE TRIGGER lesson_versions_immutable BEFORE UPDATE OF lesson_pk, version, value, value_digest,
     tags, valid_from, valid_to, recorded_at, actor, source ON lesson_versions
 BEGIN

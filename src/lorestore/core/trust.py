@@ -1,0 +1,64 @@
+"""The trust state machine. Trust is a discrete state, moved only by the events below;
+reading, listing, searching and recall are not events and never move it.
+
+Only a person (a ``review`` permission) causes ``verify``, ``reject`` and ``undo_reject``;
+``corroborate`` comes from recurrence; ``dispute`` from anyone who may write.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import Trust
+
+TrustEvent = Literal["corroborate", "verify", "reject", "dispute", "revise", "undo_reject"]
+
+_TRANSITIONS: dict[TrustEvent, dict[Trust, Trust]] = {
+    "corroborate": {"candidate": "corroborated"},
+    "verify": {
+        "candidate": "verified",
+        "corroborated": "verified",
+        "disputed": "verified",
+        "verified": "verified",
+    },
+    "reject": {
+        "candidate": "rejected",
+        "corroborated": "rejected",
+        "disputed": "rejected",
+        "verified": "rejected",
+        "rejected": "rejected",
+    },
+    "dispute": {
+        "candidate": "disputed",
+        "corroborated": "disputed",
+        "verified": "disputed",
+        "disputed": "disputed",
+    },
+    "revise": {
+        "candidate": "candidate",
+        "corroborated": "candidate",
+        "disputed": "candidate",
+        "rejected": "candidate",
+    },
+    "undo_reject": {"rejected": "candidate"},
+}
+
+_REFUSALS: dict[tuple[TrustEvent, Trust], str] = {
+    ("verify", "rejected"): "a rejected value stays rejected: verifying never brings it back; "
+    "a reviewer lifts the rejection with `lorestore reject SCOPE KEY --undo --reason ...`",
+    ("dispute", "rejected"): "the lesson is already rejected",
+    ("undo_reject", "candidate"): "the lesson is not rejected",
+    ("revise", "verified"): "a verified lesson changes only through a reviewed revision",
+}
+
+
+def transition(current: Trust, event: TrustEvent) -> Trust:
+    """The state after ``event``; raises ``conflict`` when the event does not apply."""
+    target = _TRANSITIONS[event].get(current)
+    if target is None:
+        reason = _REFUSALS.get(
+            (event, current), f"cannot {event.replace('_', ' ')} a {current} lesson"
+        )
+        raise LorestoreError("conflict", reason, details={"trust": current, "event": event})
+    return target

@@ -1,0 +1,21 @@
+"""The operations. Each one: authorise -> validate -> one store transaction -> audit.
+
+Transports (MCP, REST, CLI) are thin adapters over these methods; the rules of DESIGN §5
+live here and nowhere else, so both backends and every surface behave the same. The
+operations are grouped by concern into modules; ``LessonService`` is all of them.
+"""
+
+from __future__ import annotations
+
+from lorestore.service.base import Clock, utcnow
+from lorestore.service.lifecycle import LifecycleOperations
+from lorestore.service.reads import ReadOperations
+from lorestore.service.review import ReviewOperations
+from lorestore.service.writes import WriteOperations
+
+
+class LessonService(WriteOperations, ReadOperations, LifecycleOperations, ReviewOperations):
+    """Every lesson operation over one Store."""
+
+
+__all__ = ["Clock", "LessonService", "utcnow"]

@@ -1,0 +1,129 @@
+"""What every operation shares: the store, the clock, authorisation, and the audit event."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from lorestore.auth.actor import Actor, Permission
+from lorestore.core.audit import GENESIS, chain_hash
+from lorestore.core.errors import LorestoreError, not_found
+from lorestore.core.records import Lesson, LessonVersion, format_ts
+from lorestore.core.scope import parse_scope
+from lorestore.core.validation import validate_key
+from lorestore.storage.protocol import Store, StoredLesson, Transaction
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def bounded(name: str, value: int, low: int, high: int) -> int:
+    if isinstance(value, bool) or not low <= value <= high:
+        raise LorestoreError("invalid_argument", f"{name} must be between {low} and {high}")
+    return value
+
+
+def is_expired(lesson: Lesson, now: str) -> bool:
+    return lesson.expires_at is not None and lesson.expires_at <= now
+
+
+def is_served(lesson: Lesson, now: str) -> bool:
+    """Whether read, list and search may return the lesson at all."""
+    return lesson.status == "active" and lesson.trust != "rejected" and not is_expired(lesson, now)
+
+
+def owner_dict(owner: str) -> dict[str, str]:
+    kind, _, ident = owner.partition(":")
+    return {kind: ident}
+
+
+def version_of(lesson: Lesson, digest: str, actor: Actor, state: str = "accepted") -> LessonVersion:
+    return LessonVersion.model_validate(
+        {
+            "lesson_id": lesson.id,
+            "version": lesson.version,
+            "state": state,
+            "value": lesson.value,
+            "value_digest": digest,
+            "tags": lesson.tags,
+            "valid_from": lesson.valid_from,
+            "valid_to": lesson.valid_to,
+            "recorded_at": lesson.recorded_at,
+            "actor": actor.principal,
+            "source": lesson.source,
+        }
+    )
+
+
+def address(scope: str, key: str) -> tuple[str, str]:
+    """Validate and normalise an address."""
+    return parse_scope(scope).text, validate_key(key)
+
+
+class ServiceBase:
+    """The store, the clock and the helpers every group of operations uses."""
+
+    def __init__(self, store: Store, *, clock: Clock = utcnow, corroborate_at: int = 3) -> None:
+        self.store = store
+        self.clock = clock
+        self.corroborate_at = corroborate_at
+
+    def _now(self) -> str:
+        return format_ts(self.clock())
+
+    @staticmethod
+    def _authorise(actor: Actor, permission: Permission) -> None:
+        if not actor.can(permission):
+            raise LorestoreError(
+                "forbidden",
+                f"this operation needs the {permission!r} permission",
+                hint="reviews and deletions are for a person: run them from the lorestore CLI "
+                "or with a token that carries the permission",
+                details={"needs": permission},
+            )
+
+    @staticmethod
+    def _existing(tx: Transaction, actor: Actor, scope: str, key: str) -> StoredLesson:
+        stored = tx.lesson_at(actor.owner, scope, key)
+        if stored is None:
+            raise not_found(scope, key)
+        return stored
+
+    def _audit(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        action: str,
+        lesson: Lesson,
+        *,
+        before: tuple[int, str] | None = None,
+        after: tuple[int, str] | None = None,
+        reason: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Append one event to the owner's hash-chained audit log, inside ``tx``."""
+        event: dict[str, Any] = {
+            "owner": actor.owner,
+            "at": self._now(),
+            "actor": actor.principal,
+            "action": action,
+            "scope": lesson.scope,
+            "key": lesson.key,
+            "lesson_id": lesson.id,
+            "before_version": before[0] if before else None,
+            "after_version": after[0] if after else None,
+            "before_digest": before[1] if before else None,
+            "after_digest": after[1] if after else None,
+            "reason": reason,
+            "detail": dict(detail or {}),
+        }
+        if actor.session:
+            event["detail"]["session"] = actor.session
+        prev = tx.last_audit_hash(actor.owner) or GENESIS
+        event["prev_hash"] = prev
+        event["hash"] = chain_hash(prev, event)
+        tx.append_audit(event)

@@ -1,0 +1,132 @@
+"""Archive, restore, hard delete and the two purge sweeps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from lorestore.auth.actor import Actor
+from lorestore.core.records import format_ts
+from lorestore.models import (
+    ChangeParams,
+    DeleteParams,
+    DeleteResult,
+    LessonResult,
+    NoParams,
+    PurgeParams,
+    PurgeResult,
+)
+from lorestore.service.base import ServiceBase, address, bounded
+from lorestore.storage.protocol import StoredLesson, Transaction
+
+PURGE_BATCH = 500
+
+
+class LifecycleOperations(ServiceBase):
+    def memory_archive(self, actor: Actor, p: ChangeParams) -> LessonResult:
+        return self._set_status(actor, p, "archived")
+
+    def memory_restore(self, actor: Actor, p: ChangeParams) -> LessonResult:
+        return self._set_status(actor, p, "active")
+
+    def _set_status(self, actor: Actor, p: ChangeParams, status: str) -> LessonResult:
+        self._authorise(actor, "write")
+        scope, key = address(p.scope, p.key)
+        now = self._now()
+        with self.store.transaction(write=True) as tx:
+            stored = self._existing(tx, actor, scope, key)
+            if stored.lesson.status == status:
+                return LessonResult(lesson=stored.lesson)
+            updated = stored.lesson.model_copy(
+                update={
+                    "status": status,
+                    "updated_at": now,
+                    "archived_at": now if status == "archived" else None,
+                }
+            )
+            tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
+            version = (updated.version, stored.value_digest)
+            self._audit(
+                tx,
+                actor,
+                "archive" if status == "archived" else "restore",
+                updated,
+                before=version,
+                after=version,
+                reason=p.reason,
+            )
+        return LessonResult(lesson=updated)
+
+    def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:
+        self._authorise(actor, "admin")
+        scope, key = address(p.scope, p.key)
+        with self.store.transaction(write=True) as tx:
+            stored = self._existing(tx, actor, scope, key)
+            erased = self._erase(tx, actor, stored, "delete", p.reason)
+            tx.compact_search_index()
+        self.store.flush_erased()
+        return DeleteResult(
+            deleted=True, lesson_id=stored.lesson.id, scope=scope, key=key, versions_erased=erased
+        )
+
+    def memory_purge(self, actor: Actor, p: PurgeParams) -> PurgeResult:
+        self._authorise(actor, "admin")
+        days = bounded("retention_days", p.retention_days, 0, 3650)
+        cutoff = format_ts(self.clock() - timedelta(days=days))
+        return self._sweep(
+            actor,
+            lambda tx: tx.archived_before(actor.owner, cutoff, PURGE_BATCH),
+            "purge",
+            f"archived more than {days} days",
+        )
+
+    def memory_purge_expired(self, actor: Actor, p: NoParams) -> PurgeResult:
+        self._authorise(actor, "admin")
+        now = self._now()
+        return self._sweep(
+            actor,
+            lambda tx: tx.expired_before(actor.owner, now, PURGE_BATCH),
+            "purge_expired",
+            "expired",
+        )
+
+    def _sweep(
+        self,
+        actor: Actor,
+        batch: Callable[[Transaction], list[StoredLesson]],
+        action: str,
+        reason: str,
+    ) -> PurgeResult:
+        ids: list[str] = []
+        while True:
+            with self.store.transaction(write=True) as tx:
+                rows = batch(tx)
+                for stored in rows:
+                    self._erase(tx, actor, stored, action, reason)
+                    ids.append(stored.lesson.id)
+                if rows:
+                    tx.compact_search_index()
+            if len(rows) < PURGE_BATCH:
+                if ids:
+                    self.store.flush_erased()
+                return PurgeResult(purged=len(ids), lesson_ids=ids)
+
+    def _erase(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, action: str, reason: str | None
+    ) -> int:
+        """Erase a lesson and every version; the audit keeps only the versions' digests."""
+        versions = tx.versions(stored.pk, stored.lesson.id)
+        tx.delete_lesson(stored.pk)
+        self._audit(
+            tx,
+            actor,
+            action,
+            stored.lesson,
+            before=(stored.lesson.version, stored.value_digest),
+            reason=reason,
+            detail={
+                "versions_erased": len(versions),
+                "version_digests": [v.value_digest for v in versions],
+            },
+        )
+        return len(versions)

@@ -1,0 +1,157 @@
+"""The read paths: read (with ``as_of`` / ``valid_at``), history, list, search, scopes, audit.
+
+Every path names its scope and returns only served lessons: active, unexpired and not
+rejected. History is the one exception, and shows a rejected lesson to reviewers only.
+"""
+
+from __future__ import annotations
+
+from lorestore.auth.actor import Actor
+from lorestore.core.errors import LorestoreError, not_found
+from lorestore.core.records import normalise_ts
+from lorestore.core.scope import parse_scope
+from lorestore.core.search import decode_cursor, encode_cursor, fts_expression
+from lorestore.core.validation import validate_key, validate_tags
+from lorestore.models import (
+    Address,
+    AuditParams,
+    AuditResult,
+    HistoryResult,
+    LessonResult,
+    ListParams,
+    ListResult,
+    NoParams,
+    ReadParams,
+    ScopeInventory,
+    ScopesResult,
+    SearchHitOut,
+    SearchParams,
+    SearchResult,
+)
+from lorestore.service.base import ServiceBase, address, bounded, is_served
+from lorestore.storage.protocol import AuditFilter
+
+
+class ReadOperations(ServiceBase):
+    def memory_read(self, actor: Actor, p: ReadParams) -> LessonResult:
+        self._authorise(actor, "read")
+        scope, key = address(p.scope, p.key)
+        as_of = normalise_ts(p.as_of, field="as_of")
+        valid_at = normalise_ts(p.valid_at, field="valid_at")
+        with self.store.transaction(write=False) as tx:
+            stored = tx.lesson_at(actor.owner, scope, key)
+            if stored is None or not is_served(stored.lesson, self._now()):
+                raise not_found(scope, key)
+            lesson = stored.lesson
+            if as_of is None and valid_at is None:
+                return LessonResult(lesson=lesson)
+            version = tx.version_at(stored.pk, lesson.id, as_of=as_of, valid_at=valid_at)
+        if version is None:
+            raise LorestoreError(
+                "not_found",
+                f"{scope} / {key} had no version at that time",
+                details={"as_of": as_of, "valid_at": valid_at},
+            )
+        return LessonResult(
+            lesson=lesson.model_copy(
+                update={
+                    "value": version.value,
+                    "version": version.version,
+                    "tags": version.tags,
+                    "valid_from": version.valid_from,
+                    "valid_to": version.valid_to,
+                    "recorded_at": version.recorded_at,
+                    "source": version.source,
+                }
+            )
+        )
+
+    def memory_history(self, actor: Actor, p: Address) -> HistoryResult:
+        self._authorise(actor, "read")
+        scope, key = address(p.scope, p.key)
+        with self.store.transaction(write=False) as tx:
+            stored = tx.lesson_at(actor.owner, scope, key)
+            if stored is None or (stored.lesson.trust == "rejected" and not actor.can("review")):
+                raise not_found(scope, key)
+            versions = tx.versions(stored.pk, stored.lesson.id)
+        return HistoryResult(
+            lesson_id=stored.lesson.id,
+            scope=scope,
+            key=key,
+            status=stored.lesson.status,
+            trust=stored.lesson.trust,
+            versions=versions,
+        )
+
+    def memory_list(self, actor: Actor, p: ListParams) -> ListResult:
+        self._authorise(actor, "read")
+        scope = parse_scope(p.scope).text
+        tags = validate_tags(p.tags)
+        limit = bounded("limit", p.limit, 1, 200)
+        after = None
+        if p.cursor:
+            at, pk = decode_cursor(p.cursor, (str, int))
+            after = (str(at), int(str(pk)))
+        with self.store.transaction(write=False) as tx:
+            rows = tx.list_lessons(
+                actor.owner, scope, tags=tags, now=self._now(), after=after, limit=limit + 1
+            )
+        page = rows[:limit]
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = encode_cursor(page[-1].lesson.updated_at, page[-1].pk)
+        return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
+
+    def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
+        self._authorise(actor, "read")
+        if not p.scopes:
+            raise LorestoreError(
+                "invalid_scope",
+                "search needs at least one scope",
+                hint='pass e.g. scopes=["repo::acme/app", "global"]',
+            )
+        scopes = list(dict.fromkeys(parse_scope(s).text for s in p.scopes))
+        tags = validate_tags(p.tags)
+        limit = bounded("limit", p.limit, 1, 100)
+        match = fts_expression(p.query)
+        with self.store.transaction(write=False) as tx:
+            hits = tx.search(actor.owner, scopes, match, tags=tags, now=self._now(), limit=limit)
+        return SearchResult(
+            hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
+        )
+
+    def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
+        self._authorise(actor, "read")
+        with self.store.transaction(write=False) as tx:
+            counts = tx.scope_counts(actor.owner, self._now())
+        return ScopesResult(
+            scopes=[
+                ScopeInventory(
+                    scope=c.scope,
+                    active=c.active,
+                    archived=c.archived,
+                    expired=c.expired,
+                    rejected=c.rejected,
+                )
+                for c in counts
+            ]
+        )
+
+    def memory_audit(self, actor: Actor, p: AuditParams) -> AuditResult:
+        self._authorise(actor, "read")
+        limit = bounded("limit", p.limit, 1, 500)
+        after_id = int(str(decode_cursor(p.cursor, (int,))[0])) if p.cursor else None
+        query = AuditFilter(
+            owner=actor.owner,
+            scope=parse_scope(p.scope).text if p.scope else None,
+            key=validate_key(p.key) if p.key else None,
+            since=normalise_ts(p.since, field="since"),
+            until=normalise_ts(p.until, field="until"),
+            after_id=after_id,
+            limit=limit + 1,
+        )
+        with self.store.transaction(write=False) as tx:
+            events = tx.audit_events(query)
+        page = events[:limit]
+        cursor = encode_cursor(page[-1].id) if len(events) > limit else None
+        return AuditResult(events=page, next_cursor=cursor)

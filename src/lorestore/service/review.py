@@ -1,0 +1,307 @@
+"""Adjudication by a person: verify, reject (tombstoning the value), lift a rejection, accept
+or reject a proposed revision; and dispute, which anyone who may write can raise.
+
+Verify and reject need the ``review`` permission, which an agent's token never carries and
+the MCP server's agent session does not have.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from lorestore.auth.actor import Actor
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import Lesson, LessonVersion, Review
+from lorestore.core.scope import parse_scope
+from lorestore.core.trust import transition
+from lorestore.models import (
+    DisputeParams,
+    LessonResult,
+    RejectParams,
+    ReviewItem,
+    ReviewQueueParams,
+    ReviewQueueResult,
+    VerifyParams,
+)
+from lorestore.service.base import ServiceBase, address, bounded, is_served
+from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
+
+
+def _required_reason(reason: str | None, what: str) -> str:
+    if reason is None or not reason.strip():
+        raise LorestoreError(
+            "invalid_argument",
+            f"{what} needs a reason",
+            hint="say why, e.g. --reason 'the tests moved to SQLite'",
+        )
+    return reason.strip()
+
+
+def _pending_conflict(stored: StoredLesson) -> LorestoreError:
+    return LorestoreError(
+        "conflict",
+        f"version {stored.pending_version} of {stored.lesson.scope} / {stored.lesson.key} is a "
+        "proposed revision awaiting review",
+        hint="decide on it first: verify --revision accepts it, reject --revision refuses it",
+        details={"pending_version": stored.pending_version},
+    )
+
+
+class ReviewOperations(ServiceBase):
+    def memory_verify(self, actor: Actor, p: VerifyParams) -> LessonResult:
+        self._authorise(actor, "review")
+        scope, key = address(p.scope, p.key)
+        now = self._now()
+        with self.store.transaction(write=True) as tx:
+            stored = self._existing(tx, actor, scope, key)
+            review = Review(by=actor.principal, at=now, note=p.note)
+            if p.revision:
+                return LessonResult(lesson=self._accept_revision(tx, actor, stored, review))
+            lesson = stored.lesson
+            trust = transition(lesson.trust, "verify")
+            updated = lesson.model_copy(
+                update={"trust": trust, "review": review, "updated_at": now}
+            )
+            tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
+            version = (lesson.version, stored.value_digest)
+            self._audit(
+                tx,
+                actor,
+                "verify",
+                updated,
+                before=version,
+                after=version,
+                reason=p.note,
+                detail={"trust_before": lesson.trust},
+            )
+        return LessonResult(lesson=updated)
+
+    def _accept_revision(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
+    ) -> Lesson:
+        lesson = stored.lesson
+        proposal = self._proposal(tx, stored)
+        tx.set_version_state(stored.pk, proposal.version, "accepted", accepted_at=review.at)
+        updated = lesson.model_copy(
+            update={
+                "value": proposal.value,
+                "version": proposal.version,
+                "tags": proposal.tags,
+                "valid_from": proposal.valid_from,
+                "valid_to": proposal.valid_to,
+                "source": proposal.source,
+                "recorded_at": review.at,
+                "updated_at": review.at,
+                "trust": "verified",
+                "review": review,
+                "seen_count": 1,
+                "pending_revision": False,
+            }
+        )
+        tx.save_lesson(stored.pk, updated, proposal.value_digest, None)
+        self._audit(
+            tx,
+            actor,
+            "verify.revision",
+            updated,
+            before=(lesson.version, stored.value_digest),
+            after=(proposal.version, proposal.value_digest),
+            reason=review.note,
+        )
+        return updated
+
+    @staticmethod
+    def _proposal(tx: Transaction, stored: StoredLesson) -> LessonVersion:
+        if stored.pending_version is None:
+            raise LorestoreError(
+                "conflict",
+                "there is no proposed revision to decide on",
+                hint="drop --revision to act on the lesson itself",
+            )
+        proposal = tx.version(stored.pk, stored.lesson.id, stored.pending_version)
+        assert proposal is not None, "pending_version points at a missing version"
+        return proposal
+
+    def memory_reject(self, actor: Actor, p: RejectParams) -> LessonResult:
+        self._authorise(actor, "review")
+        scope, key = address(p.scope, p.key)
+        reason = _required_reason(p.reason, "a rejection" if not p.undo else "lifting a rejection")
+        if p.undo and p.revision:
+            raise LorestoreError(
+                "invalid_argument", "--undo applies to a rejected lesson, not to a revision"
+            )
+        now = self._now()
+        with self.store.transaction(write=True) as tx:
+            stored = self._existing(tx, actor, scope, key)
+            review = Review(by=actor.principal, at=now, note=reason)
+            if p.undo:
+                updated = self._undo_reject(tx, actor, stored, review)
+            elif p.revision:
+                updated = self._reject_revision(tx, actor, stored, review)
+            else:
+                if stored.pending_version is not None:
+                    raise _pending_conflict(stored)
+                updated = self._reject(tx, actor, stored, review)
+                self._reject_copies(tx, actor, stored, review)
+        return LessonResult(lesson=updated)
+
+    def _tombstone(
+        self, tx: Transaction, actor: Actor, scope: str, digest: str, review: Review, lesson_id: str
+    ) -> None:
+        tx.insert_tombstone(
+            Tombstone(
+                id=str(uuid.uuid4()),
+                owner=actor.owner,
+                scope=scope,
+                value_digest=digest,
+                reason=review.note or "",
+                actor=actor.principal,
+                created_at=review.at,
+                lesson_id=lesson_id,
+            )
+        )
+
+    def _reject(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        stored: StoredLesson,
+        review: Review,
+        action: str = "reject",
+    ) -> Lesson:
+        lesson = stored.lesson
+        updated = lesson.model_copy(
+            update={
+                "trust": transition(lesson.trust, "reject"),
+                "review": review,
+                "updated_at": review.at,
+            }
+        )
+        tx.save_lesson(stored.pk, updated, stored.value_digest, None)
+        if action == "reject":
+            self._tombstone(tx, actor, lesson.scope, stored.value_digest, review, lesson.id)
+        version = (lesson.version, stored.value_digest)
+        self._audit(
+            tx,
+            actor,
+            action,
+            updated,
+            before=version,
+            after=version,
+            reason=review.note,
+            detail={"trust_before": lesson.trust},
+        )
+        return updated
+
+    def _reject_copies(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
+    ) -> None:
+        """The same value already stored at this scope or a narrower one is rejected too,
+        so the correction holds for copies written before it."""
+        tomb_scope = stored.lesson.scope
+        for other in tx.lessons_with_digest(actor.owner, stored.value_digest):
+            if other.pk == stored.pk or other.lesson.trust == "rejected":
+                continue
+            other_scope = parse_scope(other.lesson.scope)
+            if other_scope.text == tomb_scope or tomb_scope in (
+                s.text for s in other_scope.broader()
+            ):
+                self._reject(tx, actor, other, review, action="reject.copy")
+
+    def _reject_revision(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
+    ) -> Lesson:
+        proposal = self._proposal(tx, stored)
+        tx.set_version_state(stored.pk, proposal.version, "rejected")
+        self._tombstone(
+            tx, actor, stored.lesson.scope, proposal.value_digest, review, stored.lesson.id
+        )
+        updated = stored.lesson.model_copy(
+            update={"pending_revision": False, "updated_at": review.at}
+        )
+        tx.save_lesson(stored.pk, updated, stored.value_digest, None)
+        self._audit(
+            tx,
+            actor,
+            "reject.revision",
+            updated,
+            before=(proposal.version, proposal.value_digest),
+            after=(updated.version, stored.value_digest),
+            reason=review.note,
+        )
+        return updated
+
+    def _undo_reject(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
+    ) -> Lesson:
+        lesson = stored.lesson
+        trust = transition(lesson.trust, "undo_reject")
+        lifted = tx.lift_tombstones(
+            actor.owner,
+            lesson.scope,
+            stored.value_digest,
+            lifted_by=actor.principal,
+            at=review.at,
+            reason=review.note or "",
+        )
+        updated = lesson.model_copy(
+            update={"trust": trust, "review": review, "updated_at": review.at}
+        )
+        tx.save_lesson(stored.pk, updated, stored.value_digest, None)
+        version = (lesson.version, stored.value_digest)
+        self._audit(
+            tx,
+            actor,
+            "reject.undo",
+            updated,
+            before=version,
+            after=version,
+            reason=review.note,
+            detail={"tombstones_lifted": lifted},
+        )
+        return updated
+
+    def memory_dispute(self, actor: Actor, p: DisputeParams) -> LessonResult:
+        self._authorise(actor, "write")
+        scope, key = address(p.scope, p.key)
+        reason = _required_reason(p.reason, "a dispute")
+        now = self._now()
+        with self.store.transaction(write=True) as tx:
+            stored = self._existing(tx, actor, scope, key)
+            lesson = stored.lesson
+            if not is_served(lesson, now):
+                raise LorestoreError("not_found", f"no active lesson at {scope} / {key}")
+            updated = lesson.model_copy(
+                update={"trust": transition(lesson.trust, "dispute"), "updated_at": now}
+            )
+            tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
+            version = (lesson.version, stored.value_digest)
+            self._audit(
+                tx,
+                actor,
+                "dispute",
+                updated,
+                before=version,
+                after=version,
+                reason=reason,
+                detail={"trust_before": lesson.trust},
+            )
+        return LessonResult(lesson=updated)
+
+    def memory_review_queue(self, actor: Actor, p: ReviewQueueParams) -> ReviewQueueResult:
+        self._authorise(actor, "read")
+        scope = parse_scope(p.scope).text if p.scope else None
+        limit = bounded("limit", p.limit, 1, 200)
+        with self.store.transaction(write=False) as tx:
+            rows = tx.review_queue(actor.owner, scope, now=self._now(), limit=limit)
+            items = []
+            for reason, stored in rows:
+                proposed = None
+                if stored.pending_version is not None:
+                    proposed = tx.version(stored.pk, stored.lesson.id, stored.pending_version)
+                items.append(
+                    ReviewItem.model_validate(
+                        {"reason": reason, "lesson": stored.lesson, "proposed": proposed}
+                    )
+                )
+        return ReviewQueueResult(items=items)

@@ -1,0 +1,243 @@
+"""``memory_write``: create, new version, repeat sighting, or a proposed revision.
+
+The tombstone check comes first, before the address is even looked up, so a rejected value
+cannot come back under any key. A verified lesson is never overwritten by a write: the new
+value waits as a proposed revision until a person accepts or rejects it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from lorestore.auth.actor import Actor
+from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import value_digest
+from lorestore.core.records import Lesson, Source, format_ts, normalise_ts
+from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.validation import validate_key, validate_tags, validate_ttl, validate_value
+from lorestore.models import WriteParams, WriteResult
+from lorestore.service.base import ServiceBase, is_expired, owner_dict, version_of
+from lorestore.storage.protocol import StoredLesson, Transaction
+
+
+def check_tombstone(tx: Transaction, actor: Actor, scope: Scope, digest: str) -> None:
+    """Refuse a value rejected at this scope or any broader one, in any case or form."""
+    scopes = [scope.text, *(s.text for s in scope.broader())]
+    tomb = tx.find_tombstone(actor.owner, scopes, digest)
+    if tomb is not None:
+        raise LorestoreError(
+            "rejected_value",
+            f"this value was rejected at {tomb.scope} by {tomb.actor} on {tomb.created_at}: "
+            f"{tomb.reason}",
+            hint="write a corrected lesson instead; a reviewer can lift the rejection with "
+            "`lorestore reject SCOPE KEY --undo --reason ...`",
+            details={
+                "scope": tomb.scope,
+                "rejected_by": tomb.actor,
+                "rejected_at": tomb.created_at,
+                "reason": tomb.reason,
+            },
+        )
+
+
+class WriteOperations(ServiceBase):
+    def memory_write(self, actor: Actor, p: WriteParams) -> WriteResult:
+        self._authorise(actor, "write")
+        scope = parse_scope(p.scope)
+        key, value = validate_key(p.key), validate_value(p.value)
+        tags = None if p.tags is None else list(validate_tags(p.tags))
+        ttl = validate_ttl(p.ttl_days)
+        if ttl is not None and p.clear_ttl:
+            raise LorestoreError("invalid_argument", "pass ttl_days or clear_ttl, not both")
+        valid_from = normalise_ts(p.valid_from, field="valid_from")
+        valid_to = normalise_ts(p.valid_to, field="valid_to")
+        if valid_from and valid_to and valid_to < valid_from:
+            raise LorestoreError("invalid_time", "valid_to is before valid_from")
+        digest = value_digest(value)
+        session = p.session or actor.session
+        source = (p.source or Source()).model_copy(
+            update={"session": session, "agent": (p.source and p.source.agent) or actor.agent}
+        )
+        now_dt = self.clock()
+        now = format_ts(now_dt)
+        expires_at = format_ts(now_dt + timedelta(days=ttl)) if ttl else None
+        with self.store.transaction(write=True) as tx:
+            check_tombstone(tx, actor, scope, digest)
+            stored = tx.lesson_at(actor.owner, scope.text, key)
+            self._check_if_version(p.if_version, stored)
+            if stored is None:
+                lesson = Lesson(
+                    id=str(uuid.uuid4()),
+                    scope=scope.text,
+                    key=key,
+                    value=value,
+                    tags=tags or [],
+                    kind=p.kind,
+                    owner=owner_dict(actor.owner),
+                    version=1,
+                    seen_count=1,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    recorded_at=now,
+                    created_at=now,
+                    updated_at=now,
+                    expires_at=expires_at,
+                    source=source,
+                    depends_on=p.depends_on or [],
+                )
+                pk = tx.insert_lesson(lesson, digest)
+                tx.insert_version(pk, version_of(lesson, digest, actor))
+                if session:
+                    tx.add_session(pk, digest, session, now)
+                self._audit(tx, actor, "write.created", lesson, after=(1, digest))
+                return WriteResult(result="created", lesson=lesson)
+            current = stored.lesson
+            self._check_writable(current, now, ttl is not None or p.clear_ttl)
+            changes: dict[str, Any] = {
+                "updated_at": now,
+                "expires_at": None if p.clear_ttl else (expires_at or current.expires_at),
+            }
+            if tags is not None:
+                changes["tags"] = tags
+            if digest == stored.value_digest:
+                return self._seen(tx, actor, stored, session, changes, now)
+            changes |= {
+                "value": value,
+                "valid_from": valid_from,
+                "valid_to": valid_to,
+                "source": source,
+                "recorded_at": now,
+                "depends_on": current.depends_on if p.depends_on is None else p.depends_on,
+            }
+            if current.trust == "verified":
+                return self._propose(tx, actor, stored, digest, changes)
+            return self._new_version(tx, actor, stored, digest, session, changes)
+
+    @staticmethod
+    def _check_writable(current: Lesson, now: str, renews: bool) -> None:
+        where = f"{current.scope} / {current.key}"
+        if current.status == "archived":
+            raise LorestoreError(
+                "archived",
+                f"the lesson at {where} is archived; a write would silently bring it back",
+                hint=f"restore it first: lorestore restore {current.scope} {current.key!r}",
+                details={"scope": current.scope, "key": current.key},
+            )
+        if is_expired(current, now) and not renews:
+            raise LorestoreError(
+                "expired",
+                f"the lesson at {where} expired at {current.expires_at}",
+                hint="pass ttl_days to renew it or clear_ttl to keep it without expiry",
+                details={"expires_at": current.expires_at},
+            )
+
+    def _seen(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        stored: StoredLesson,
+        session: str | None,
+        changes: dict[str, Any],
+        now: str,
+    ) -> WriteResult:
+        lesson = stored.lesson
+        if session and tx.add_session(stored.pk, stored.value_digest, session, now):
+            changes["seen_count"] = lesson.seen_count + 1
+            if lesson.trust == "candidate" and changes["seen_count"] >= self.corroborate_at:
+                changes["trust"] = "corroborated"
+        updated = lesson.model_copy(update=changes)
+        tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
+        version = (lesson.version, stored.value_digest)
+        self._audit(
+            tx,
+            actor,
+            "write.seen",
+            updated,
+            before=version,
+            after=version,
+            detail={"seen_count": updated.seen_count, "trust": updated.trust},
+        )
+        return WriteResult(result="seen", lesson=updated)
+
+    def _new_version(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        stored: StoredLesson,
+        digest: str,
+        session: str | None,
+        changes: dict[str, Any],
+    ) -> WriteResult:
+        lesson = stored.lesson
+        updated = lesson.model_copy(
+            update=changes
+            | {
+                "version": tx.max_version(stored.pk) + 1,
+                "seen_count": 1,
+                "trust": "candidate",
+                "review": None,
+            }
+        )
+        tx.save_lesson(stored.pk, updated, digest, None)
+        tx.insert_version(stored.pk, version_of(updated, digest, actor))
+        if session:
+            tx.add_session(stored.pk, digest, session, changes["updated_at"])
+        self._audit(
+            tx,
+            actor,
+            "write.updated",
+            updated,
+            before=(lesson.version, stored.value_digest),
+            after=(updated.version, digest),
+            detail={"trust_before": lesson.trust},
+        )
+        return WriteResult(result="updated", lesson=updated)
+
+    def _propose(
+        self,
+        tx: Transaction,
+        actor: Actor,
+        stored: StoredLesson,
+        digest: str,
+        changes: dict[str, Any],
+    ) -> WriteResult:
+        """A new value for a verified lesson waits for review; the verified one stays served."""
+        lesson = stored.lesson
+        pending = stored.pending_version
+        if pending is not None:
+            proposal = tx.version(stored.pk, lesson.id, pending)
+            if proposal is not None and proposal.value_digest == digest:
+                return WriteResult(result="proposed", lesson=lesson)
+            tx.set_version_state(stored.pk, pending, "superseded")
+        number = tx.max_version(stored.pk) + 1
+        candidate = lesson.model_copy(update=changes | {"version": number})
+        tx.insert_version(stored.pk, version_of(candidate, digest, actor, state="proposed"))
+        served = lesson.model_copy(
+            update={"updated_at": changes["updated_at"], "pending_revision": True}
+        )
+        tx.save_lesson(stored.pk, served, stored.value_digest, number)
+        self._audit(
+            tx,
+            actor,
+            "write.proposed",
+            served,
+            before=(lesson.version, stored.value_digest),
+            after=(number, digest),
+            detail={"superseded": pending} if pending else None,
+        )
+        return WriteResult(result="proposed", lesson=served)
+
+    @staticmethod
+    def _check_if_version(expected: int | None, stored: StoredLesson | None) -> None:
+        if expected is None:
+            return
+        actual = stored.lesson.version if stored else 0
+        if actual != expected:
+            raise LorestoreError(
+                "version_conflict",
+                f"the lesson is at version {actual}, not {expected}",
+                hint="read it again, merge your change, and retry with the current version",
+                details={"expected": expected, "actual": actual},
+            )

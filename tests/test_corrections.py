@@ -1,0 +1,280 @@
+"""Corrections that stick, in the service on a real SQLite file: trust, review, tombstones,
+proposed revisions, disputes, the review queue and bi-temporal boundaries."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from lorestore.auth.actor import local_actor, local_agent
+from lorestore.core.audit import first_break
+from lorestore.core.errors import LorestoreError
+from lorestore.models import (
+    Address,
+    AuditParams,
+    DisputeParams,
+    ListParams,
+    ReadParams,
+    RejectParams,
+    ReviewQueueParams,
+    SearchParams,
+    VerifyParams,
+    WriteParams,
+)
+from lorestore.service import LessonService
+
+S = "repo::acme/app"
+PERSON = local_actor()
+AGENT = local_agent(session="agent-1")
+WRONG = "Disable the flaky payment test when CI is red"
+
+
+def write(service: LessonService, value: str, *, key: str = "k", scope: str = S,
+          actor=AGENT, **extra):  # type: ignore[no-untyped-def]
+    return service.memory_write(actor, WriteParams(scope=scope, key=key, value=value, **extra))
+
+
+def read(service: LessonService, key: str = "k", scope: str = S, **extra):  # type: ignore[no-untyped-def]
+    return service.memory_read(PERSON, ReadParams(scope=scope, key=key, **extra)).lesson
+
+
+def code_of(fn) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(LorestoreError) as err:
+        fn()
+    return err.value.code
+
+
+def reject(service, key="k", scope=S, **kw):  # type: ignore[no-untyped-def]
+    kw.setdefault("reason", "hides a real race")
+    return service.memory_reject(PERSON, RejectParams(scope=scope, key=key, **kw)).lesson
+
+
+def verify(service, key="k", scope=S, **kw):  # type: ignore[no-untyped-def]
+    return service.memory_verify(PERSON, VerifyParams(scope=scope, key=key, **kw)).lesson
+
+
+def test_one_session_three_times_does_not_corroborate(service: LessonService) -> None:
+    for _ in range(3):
+        lesson = write(service, "same", actor=local_agent(session="only")).lesson
+    assert (lesson.seen_count, lesson.trust) == (1, "candidate")
+    for session in ("two", "three"):
+        lesson = write(service, "same", actor=local_agent(session=session)).lesson
+    assert (lesson.seen_count, lesson.trust) == (3, "corroborated")
+
+
+def test_nothing_automatic_verifies(service: LessonService) -> None:
+    for i in range(10):
+        write(service, "same", actor=local_agent(session=f"s{i}"))
+    assert read(service).trust == "corroborated"
+
+
+def test_agents_cannot_review_people_can(service: LessonService) -> None:
+    write(service, "a lesson")
+    for call in (
+        lambda: service.memory_verify(AGENT, VerifyParams(scope=S, key="k")),
+        lambda: service.memory_reject(AGENT, RejectParams(scope=S, key="k", reason="no")),
+    ):
+        assert code_of(call) == "forbidden"
+    assert read(service).trust == "candidate"
+    assert verify(service, note="checked the CI config").trust == "verified"
+    assert read(service).review.by == "user:local"  # type: ignore[union-attr]
+
+
+def test_rejected_value_is_gone_from_reads_but_history_shows_reviewers(service: LessonService) -> None:
+    write(service, WRONG)
+    write(service, "Quarantine the flaky payment test and open an issue", key="right")
+    reject(service)
+    assert code_of(lambda: read(service)) == "not_found"
+    assert read(service, "right").key == "right"  # positive control
+    listed = service.memory_list(PERSON, ListParams(scope=S)).lessons
+    assert [x.key for x in listed] == ["right"]
+    hits = service.memory_search(PERSON, SearchParams(query=WRONG, scopes=[S], limit=100)).hits
+    assert [h.lesson.key for h in hits] == ["right"]
+    history = service.memory_history(PERSON, Address(scope=S, key="k"))
+    assert history.trust == "rejected" and history.versions[0].value == WRONG
+    assert code_of(lambda: service.memory_history(AGENT, Address(scope=S, key="k"))) == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("scope", "key", "value"),
+    [
+        (S, "k", WRONG),
+        (S, "another-key", WRONG),
+        ("branch::acme/app::feature/x", "k", WRONG),
+        (S, "k", WRONG.upper()),
+        (S, "k", "  Disable   the flaky\tpayment test\nwhen CI is red "),
+        (S, "k", WRONG.replace("D", "\uff24").replace("C", "\uff23")),  # full-width look-alikes
+    ],
+)
+def test_rejected_value_cannot_come_back(service: LessonService, store, scope, key, value) -> None:  # type: ignore[no-untyped-def]
+    write(service, WRONG)
+    reject(service)
+    before = "\n".join(sqlite3.connect(store.path).iterdump())
+    with pytest.raises(LorestoreError) as err:
+        write(service, value, scope=scope, key=key)
+    assert err.value.code == "rejected_value"
+    assert err.value.details["reason"] == "hides a real race"
+    assert err.value.details["rejected_by"] == "user:local"
+    assert "\n".join(sqlite3.connect(store.path).iterdump()) == before
+    # Positive control: a corrected value at the same address is a new version.
+    fixed = write(service, "Fix the race in the payment test", scope=scope, key=key)
+    assert fixed.result in ("updated", "created")
+
+
+def test_rejection_does_not_reach_broader_or_unrelated_scopes(service: LessonService) -> None:
+    write(service, WRONG, scope="branch::acme/app::main")
+    reject(service, scope="branch::acme/app::main")
+    assert write(service, WRONG, scope=S).result == "created"
+    assert write(service, WRONG, scope="repo::acme/other").result == "created"
+
+
+def test_rejecting_also_rejects_copies_at_narrower_scopes(service: LessonService) -> None:
+    write(service, WRONG)
+    write(service, WRONG.lower(), scope="branch::acme/app::main", key="copy")
+    write(service, WRONG, scope="repo::acme/other", key="unrelated")
+    reject(service)
+    assert code_of(lambda: read(service, "copy", "branch::acme/app::main")) == "not_found"
+    assert read(service, "unrelated", "repo::acme/other").trust == "candidate"
+
+
+def test_verify_never_resurrects_and_undo_needs_a_reason(service: LessonService) -> None:
+    write(service, WRONG)
+    reject(service)
+    assert code_of(lambda: verify(service)) == "conflict"
+    assert code_of(lambda: write(service, WRONG)) == "rejected_value"
+    assert code_of(lambda: reject(service, undo=True, reason=" ")) == "invalid_argument"
+    lifted = reject(service, undo=True, reason="it was right after all")
+    assert lifted.trust == "candidate"
+    assert read(service).value == WRONG
+    assert write(service, WRONG, actor=local_agent(session="s2")).result == "seen"
+    assert verify(service).trust == "verified"
+
+
+def test_reject_needs_a_reason(service: LessonService) -> None:
+    write(service, WRONG)
+    assert code_of(lambda: reject(service, reason="")) == "invalid_argument"
+    assert read(service).trust == "candidate"
+
+
+def test_proposed_revision_waits_for_review(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    write(service, "Run tests against Postgres 14")
+    verify(service)
+    clock.advance(hours=1)
+    proposed = write(service, "Run tests against Postgres 16")
+    assert proposed.result == "proposed"
+    assert proposed.lesson.value == "Run tests against Postgres 14"
+    served = read(service)
+    assert (served.value, served.trust, served.pending_revision) == (
+        "Run tests against Postgres 14", "verified", True)
+    assert write(service, "Run tests against Postgres 16").result == "proposed"  # idempotent
+    queue = service.memory_review_queue(PERSON, ReviewQueueParams()).items
+    assert [(i.reason, i.proposed.value if i.proposed else None) for i in queue] == [
+        ("revision", "Run tests against Postgres 16")]
+    before_accept = clock.now.isoformat()
+    clock.advance(hours=1)
+    accepted = verify(service, revision=True, note="CI moved to 16")
+    assert (accepted.value, accepted.version, accepted.trust, accepted.pending_revision) == (
+        "Run tests against Postgres 16", 2, "verified", False)
+    assert read(service).value == "Run tests against Postgres 16"
+    # What the store said just before acceptance was still the old value.
+    assert read(service, as_of=before_accept).value == "Run tests against Postgres 14"
+
+
+def test_rejected_revision_is_tombstoned(service: LessonService) -> None:
+    write(service, "Use the staging database for load tests")
+    verify(service)
+    write(service, "Use the production database for load tests")
+    assert code_of(lambda: reject(service)) == "conflict"  # decide on the proposal first
+    kept = reject(service, revision=True, reason="never load-test production")
+    assert (kept.value, kept.trust, kept.pending_revision) == (
+        "Use the staging database for load tests", "verified", False)
+    assert code_of(lambda: write(service, "use the PRODUCTION database for load tests")) == (
+        "rejected_value")
+    versions = service.memory_history(PERSON, Address(scope=S, key="k")).versions
+    assert [(v.version, v.state) for v in versions] == [(1, "accepted"), (2, "rejected")]
+    # A later revision gets a fresh number.
+    assert write(service, "Use the staging database, scaled down").result == "proposed"
+    assert verify(service, revision=True).version == 3
+
+
+def test_a_newer_proposal_supersedes_the_older(service: LessonService) -> None:
+    write(service, "v1")
+    verify(service)
+    write(service, "v2 proposal")
+    write(service, "v3 proposal")
+    states = [(v.version, v.state) for v in
+              service.memory_history(PERSON, Address(scope=S, key="k")).versions]
+    assert states == [(1, "accepted"), (2, "superseded"), (3, "proposed")]
+    assert verify(service, revision=True).value == "v3 proposal"
+
+
+def test_dispute_then_adjudicate(service: LessonService) -> None:
+    write(service, "Seed data lives in fixtures/seed.sql")
+    assert code_of(lambda: service.memory_dispute(AGENT, DisputeParams(
+        scope=S, key="k", reason=""))) == "invalid_argument"
+    disputed = service.memory_dispute(AGENT, DisputeParams(scope=S, key="k",
+                                                           reason="the file moved"))
+    assert disputed.lesson.trust == "disputed"
+    assert read(service).trust == "disputed"
+    queue = service.memory_review_queue(PERSON, ReviewQueueParams()).items
+    assert [i.reason for i in queue] == ["disputed"]
+    assert verify(service).trust == "verified"
+    assert service.memory_review_queue(PERSON, ReviewQueueParams()).items == []
+
+
+def test_review_queue_order_and_contents(service: LessonService) -> None:
+    write(service, "plain candidate", key="plain")
+    for s in ("a", "b"):
+        write(service, "recurring", key="recurring", actor=local_agent(session=s))
+    for s in ("a", "b", "c"):
+        write(service, "corroborated", key="corroborated", actor=local_agent(session=s))
+    write(service, "from a drive-by reviewer", key="outside",
+          source={"author": "octocat", "author_association": "NONE"})
+    write(service, "from a maintainer", key="member",
+          source={"author": "alice", "author_association": "MEMBER"})
+    write(service, "disputed one", key="disputed")
+    service.memory_dispute(AGENT, DisputeParams(scope=S, key="disputed", reason="wrong"))
+    queue = service.memory_review_queue(PERSON, ReviewQueueParams(scope=S)).items
+    assert [(i.reason, i.lesson.key) for i in queue] == [
+        ("disputed", "disputed"), ("corroborated", "corroborated"), ("recurring", "recurring"),
+        ("outside_author", "outside")]
+
+
+def test_bitemporal_boundaries(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    first = write(service, "pg 14", valid_from="2025-01-01", valid_to="2026-01-01").lesson
+    clock.advance(days=1)
+    second = write(service, "pg 15", valid_from="2026-01-01").lesson
+    # valid_from is inclusive, valid_to exclusive.
+    assert read(service, valid_at="2025-12-31T23:59:59.999999Z").value == "pg 14"
+    assert read(service, valid_at="2026-01-01T00:00:00Z").value == "pg 15"
+    assert code_of(lambda: read(service, valid_at="2024-12-31T23:59:59Z")) == "not_found"
+    # as_of is inclusive of the recording instant.
+    assert read(service, as_of=first.recorded_at).value == "pg 14"
+    assert read(service, as_of=second.recorded_at).value == "pg 15"
+    # Both together: what the store said on day one about what held in mid-2026.
+    assert code_of(lambda: read(service, as_of=first.recorded_at, valid_at="2026-06-01")) == (
+        "not_found")
+    history = service.memory_history(PERSON, Address(scope=S, key="k")).versions
+    assert [(v.valid_from, v.valid_to) for v in history] == [
+        ("2025-01-01T00:00:00.000000Z", "2026-01-01T00:00:00.000000Z"),
+        ("2026-01-01T00:00:00.000000Z", None)]
+
+
+def test_every_correction_is_audited_with_reason_and_the_chain_holds(service, store) -> None:  # type: ignore[no-untyped-def]
+    write(service, WRONG)
+    service.memory_dispute(AGENT, DisputeParams(scope=S, key="k", reason="suspicious"))
+    reject(service)
+    reject(service, undo=True, reason="reconsidered")
+    verify(service, note="ok")
+    write(service, "revised")
+    verify(service, revision=True)
+    events = list(reversed(service.memory_audit(PERSON, AuditParams(scope=S)).events))
+    assert [(e.action, e.reason) for e in events] == [
+        ("write.created", None), ("dispute", "suspicious"), ("reject", "hides a real race"),
+        ("reject.undo", "reconsidered"), ("verify", "ok"), ("write.proposed", None),
+        ("verify.revision", None)]
+    assert events[1].actor == "user:local" and events[1].detail["session"] == "agent-1"
+    assert (events[-1].before_version, events[-1].after_version) == (1, 2)
+    with store.transaction(write=False) as tx:
+        assert first_break(tx.audit_chain("user:local")) is None
