@@ -30,8 +30,9 @@ AGENT = local_agent(session="agent-1")
 WRONG = "Disable the flaky payment test when CI is red"
 
 
-def write(service: LessonService, value: str, *, key: str = "k", scope: str = S,
-          actor=AGENT, **extra):  # type: ignore[no-untyped-def]
+def write(
+    service: LessonService, value: str, *, key: str = "k", scope: str = S, actor=AGENT, **extra
+):  # type: ignore[no-untyped-def]
     return service.memory_write(actor, WriteParams(scope=scope, key=key, value=value, **extra))
 
 
@@ -81,7 +82,7 @@ def test_agents_cannot_review_people_can(service: LessonService) -> None:
     assert read(service).review.by == "user:local"  # type: ignore[union-attr]
 
 
-def test_rejected_value_is_gone_from_reads_but_history_shows_reviewers(service: LessonService) -> None:
+def test_rejected_value_is_gone_from_reads_history_shows_reviewers(service: LessonService) -> None:
     write(service, WRONG)
     write(service, "Quarantine the flaky payment test and open an issue", key="right")
     reject(service)
@@ -166,16 +167,24 @@ def test_proposed_revision_waits_for_review(service: LessonService, clock) -> No
     assert proposed.lesson.value == "Run tests against Postgres 14"
     served = read(service)
     assert (served.value, served.trust, served.pending_revision) == (
-        "Run tests against Postgres 14", "verified", True)
+        "Run tests against Postgres 14",
+        "verified",
+        True,
+    )
     assert write(service, "Run tests against Postgres 16").result == "proposed"  # idempotent
     queue = service.memory_review_queue(PERSON, ReviewQueueParams()).items
     assert [(i.reason, i.proposed.value if i.proposed else None) for i in queue] == [
-        ("revision", "Run tests against Postgres 16")]
+        ("revision", "Run tests against Postgres 16")
+    ]
     before_accept = clock.now.isoformat()
     clock.advance(hours=1)
     accepted = verify(service, revision=True, note="CI moved to 16")
     assert (accepted.value, accepted.version, accepted.trust, accepted.pending_revision) == (
-        "Run tests against Postgres 16", 2, "verified", False)
+        "Run tests against Postgres 16",
+        2,
+        "verified",
+        False,
+    )
     assert read(service).value == "Run tests against Postgres 16"
     # What the store said just before acceptance was still the old value.
     assert read(service, as_of=before_accept).value == "Run tests against Postgres 14"
@@ -188,9 +197,13 @@ def test_rejected_revision_is_tombstoned(service: LessonService) -> None:
     assert code_of(lambda: reject(service)) == "conflict"  # decide on the proposal first
     kept = reject(service, revision=True, reason="never load-test production")
     assert (kept.value, kept.trust, kept.pending_revision) == (
-        "Use the staging database for load tests", "verified", False)
+        "Use the staging database for load tests",
+        "verified",
+        False,
+    )
     assert code_of(lambda: write(service, "use the PRODUCTION database for load tests")) == (
-        "rejected_value")
+        "rejected_value"
+    )
     versions = service.memory_history(PERSON, Address(scope=S, key="k")).versions
     assert [(v.version, v.state) for v in versions] == [(1, "accepted"), (2, "rejected")]
     # A later revision gets a fresh number.
@@ -203,18 +216,23 @@ def test_a_newer_proposal_supersedes_the_older(service: LessonService) -> None:
     verify(service)
     write(service, "v2 proposal")
     write(service, "v3 proposal")
-    states = [(v.version, v.state) for v in
-              service.memory_history(PERSON, Address(scope=S, key="k")).versions]
+    states = [
+        (v.version, v.state)
+        for v in service.memory_history(PERSON, Address(scope=S, key="k")).versions
+    ]
     assert states == [(1, "accepted"), (2, "superseded"), (3, "proposed")]
     assert verify(service, revision=True).value == "v3 proposal"
 
 
 def test_dispute_then_adjudicate(service: LessonService) -> None:
     write(service, "Seed data lives in fixtures/seed.sql")
-    assert code_of(lambda: service.memory_dispute(AGENT, DisputeParams(
-        scope=S, key="k", reason=""))) == "invalid_argument"
-    disputed = service.memory_dispute(AGENT, DisputeParams(scope=S, key="k",
-                                                           reason="the file moved"))
+    assert (
+        code_of(lambda: service.memory_dispute(AGENT, DisputeParams(scope=S, key="k", reason="")))
+        == "invalid_argument"
+    )
+    disputed = service.memory_dispute(
+        AGENT, DisputeParams(scope=S, key="k", reason="the file moved")
+    )
     assert disputed.lesson.trust == "disputed"
     assert read(service).trust == "disputed"
     queue = service.memory_review_queue(PERSON, ReviewQueueParams()).items
@@ -229,16 +247,27 @@ def test_review_queue_order_and_contents(service: LessonService) -> None:
         write(service, "recurring", key="recurring", actor=local_agent(session=s))
     for s in ("a", "b", "c"):
         write(service, "corroborated", key="corroborated", actor=local_agent(session=s))
-    write(service, "from a drive-by reviewer", key="outside",
-          source={"author": "octocat", "author_association": "NONE"})
-    write(service, "from a maintainer", key="member",
-          source={"author": "alice", "author_association": "MEMBER"})
+    write(
+        service,
+        "from a drive-by reviewer",
+        key="outside",
+        source={"author": "octocat", "author_association": "NONE"},
+    )
+    write(
+        service,
+        "from a maintainer",
+        key="member",
+        source={"author": "alice", "author_association": "MEMBER"},
+    )
     write(service, "disputed one", key="disputed")
     service.memory_dispute(AGENT, DisputeParams(scope=S, key="disputed", reason="wrong"))
     queue = service.memory_review_queue(PERSON, ReviewQueueParams(scope=S)).items
     assert [(i.reason, i.lesson.key) for i in queue] == [
-        ("disputed", "disputed"), ("corroborated", "corroborated"), ("recurring", "recurring"),
-        ("outside_author", "outside")]
+        ("disputed", "disputed"),
+        ("corroborated", "corroborated"),
+        ("recurring", "recurring"),
+        ("outside_author", "outside"),
+    ]
 
 
 def test_bitemporal_boundaries(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
@@ -254,11 +283,13 @@ def test_bitemporal_boundaries(service: LessonService, clock) -> None:  # type: 
     assert read(service, as_of=second.recorded_at).value == "pg 15"
     # Both together: what the store said on day one about what held in mid-2026.
     assert code_of(lambda: read(service, as_of=first.recorded_at, valid_at="2026-06-01")) == (
-        "not_found")
+        "not_found"
+    )
     history = service.memory_history(PERSON, Address(scope=S, key="k")).versions
     assert [(v.valid_from, v.valid_to) for v in history] == [
         ("2025-01-01T00:00:00.000000Z", "2026-01-01T00:00:00.000000Z"),
-        ("2026-01-01T00:00:00.000000Z", None)]
+        ("2026-01-01T00:00:00.000000Z", None),
+    ]
 
 
 def test_every_correction_is_audited_with_reason_and_the_chain_holds(service, store) -> None:  # type: ignore[no-untyped-def]
@@ -271,9 +302,14 @@ def test_every_correction_is_audited_with_reason_and_the_chain_holds(service, st
     verify(service, revision=True)
     events = list(reversed(service.memory_audit(PERSON, AuditParams(scope=S)).events))
     assert [(e.action, e.reason) for e in events] == [
-        ("write.created", None), ("dispute", "suspicious"), ("reject", "hides a real race"),
-        ("reject.undo", "reconsidered"), ("verify", "ok"), ("write.proposed", None),
-        ("verify.revision", None)]
+        ("write.created", None),
+        ("dispute", "suspicious"),
+        ("reject", "hides a real race"),
+        ("reject.undo", "reconsidered"),
+        ("verify", "ok"),
+        ("write.proposed", None),
+        ("verify.revision", None),
+    ]
     assert events[1].actor == "user:local" and events[1].detail["session"] == "agent-1"
     assert (events[-1].before_version, events[-1].after_version) == (1, 2)
     with store.transaction(write=False) as tx:

@@ -17,7 +17,8 @@ def test_cli_reject_hides_everywhere_and_refuses_reassertion(cli: Cli) -> None:
     cli.ok("write", S, "flaky", WRONG)
     cli.ok("write", S, "right", RIGHT)
     assert cli.ok("reject", S, "flaky", "--reason", "hides a real race")["lesson"]["trust"] == (
-        "rejected")
+        "rejected"
+    )
     assert cli("read", S, "flaky", "--json").error()["code"] == "not_found"
     assert cli.ok("read", S, "right")["lesson"]["value"] == RIGHT
     assert [x["key"] for x in cli.ok("list", S)["lessons"]] == ["right"]
@@ -26,8 +27,11 @@ def test_cli_reject_hides_everywhere_and_refuses_reassertion(cli: Cli) -> None:
     assert cli.ok("history", S, "flaky")["versions"][0]["value"] == WRONG  # for the reviewer
     before = cli.ok("audit")["events"]
     for scope, key, value in [
-        (S, "flaky", WRONG), (S, "other", WRONG), ("branch::acme/app::main", "flaky", WRONG),
-        (S, "flaky", WRONG.upper()), (S, "flaky", WRONG.replace(" ", "   ")),
+        (S, "flaky", WRONG),
+        (S, "other", WRONG),
+        ("branch::acme/app::main", "flaky", WRONG),
+        (S, "flaky", WRONG.upper()),
+        (S, "flaky", WRONG.replace(" ", "   ")),
         (S, "flaky", WRONG.replace("D", "\uff24")),
     ]:
         refused = cli("write", scope, key, value, "--json")
@@ -46,7 +50,8 @@ def test_cli_reject_requires_reason_and_verify_cannot_launder(cli: Cli) -> None:
     laundering = cli("verify", S, "flaky", "--json")
     assert laundering.exit_code == 1 and laundering.error()["code"] == "conflict"
     assert cli.ok("reject", S, "flaky", "--undo", "--reason", "fine")["lesson"]["trust"] == (
-        "candidate")
+        "candidate"
+    )
     assert cli.ok("verify", S, "flaky")["lesson"]["trust"] == "verified"
 
 
@@ -54,12 +59,14 @@ def test_mcp_agent_cannot_review_person_can(home: Path, cli: Cli) -> None:
     cli.ok("write", S, "k", "a lesson")
 
     async def agent(tools: Tools) -> None:
-        for name, extra in (("memory_verify", {}), ("memory_reject", {"reason": "no"}),
-                            ("memory_delete", {})):
+        for name, extra in (
+            ("memory_verify", {}),
+            ("memory_reject", {"reason": "no"}),
+            ("memory_delete", {}),
+        ):
             error = await tools.error(name, scope=S, key="k", **extra)
             assert error["code"] == "forbidden", name
-        assert (await tools.ok("memory_read", scope=S, key="k"))["lesson"]["trust"] == (
-            "candidate")
+        assert (await tools.ok("memory_read", scope=S, key="k"))["lesson"]["trust"] == ("candidate")
         disputed = await tools.ok("memory_dispute", scope=S, key="k", reason="looks stale")
         assert disputed["lesson"]["trust"] == "disputed"
 
@@ -77,8 +84,7 @@ def test_mcp_sees_a_rejection_and_cannot_reassert_it(home: Path, cli: Cli) -> No
         assert (await tools.ok("memory_read", scope=S, key="right"))["lesson"]["value"] == RIGHT
         hits = await tools.ok("memory_search", query=WRONG, scopes=[S], limit=100)
         assert [h["lesson"]["key"] for h in hits["hits"]] == ["right"]
-        assert (await tools.error("memory_history", scope=S, key="flaky"))["code"] == (
-            "not_found")
+        assert (await tools.error("memory_history", scope=S, key="flaky"))["code"] == ("not_found")
         for key, value in (("flaky", WRONG), ("elsewhere", WRONG.lower())):
             refused = await tools.error("memory_write", scope=S, key=key, value=value)
             assert refused["code"] == "rejected_value"
@@ -110,17 +116,21 @@ def test_proposed_revision_from_an_agent_waits_for_the_person(home: Path, cli: C
     cli.ok("verify", S, "k")
 
     async def agent(tools: Tools) -> None:
-        out = await tools.ok("memory_write", scope=S, key="k",
-                             value="Run tests against Postgres 16")
+        out = await tools.ok(
+            "memory_write", scope=S, key="k", value="Run tests against Postgres 16"
+        )
         assert out["result"] == "proposed"
         served = (await tools.ok("memory_read", scope=S, key="k"))["lesson"]
         assert (served["value"], served["pending_revision"]) == (
-            "Run tests against Postgres 14", True)
+            "Run tests against Postgres 14",
+            True,
+        )
 
     run_mcp(home, agent)
     queue = cli.ok("review-queue")["items"]
     assert [(i["reason"], i["proposed"]["value"]) for i in queue] == [
-        ("revision", "Run tests against Postgres 16")]
+        ("revision", "Run tests against Postgres 16")
+    ]
     assert cli.ok("read", S, "k")["lesson"]["value"] == "Run tests against Postgres 14"
     cli.ok("verify", S, "k", "--revision", "--note", "CI moved")
     assert cli.ok("read", S, "k")["lesson"]["value"] == "Run tests against Postgres 16"
