@@ -19,16 +19,25 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def _commands() -> dict[str, Any]:
+def _commands() -> dict[tuple[str | None, str], Any]:
     group: Any = typer.main.get_command(app)
     ctx = group.context_class(group)
-    return {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    found: dict[tuple[str | None, str], Any] = {}
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if hasattr(command, "list_commands"):
+            sub_ctx = command.context_class(command)
+            for sub in command.list_commands(sub_ctx):
+                found[(name, sub)] = command.get_command(sub_ctx, sub)
+        else:
+            found[(None, name)] = command
+    return found
 
 
 def test_every_cli_operation_is_a_command_with_every_field() -> None:
     commands = _commands()
     for op in on_surface("cli"):
-        command = commands[op.cli_name]
+        command = commands[(op.cli_group, op.cli_name)]
         names = {p.name for p in command.params}
         for field in op.params.model_fields:
             if field == "source":

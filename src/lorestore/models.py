@@ -195,3 +195,42 @@ class ReviewItem(Result):
 
 class ReviewQueueResult(Result):
     items: list[ReviewItem]
+
+
+class TokenCreateParams(Params):
+    name: str = Field(description="what the token is for, e.g. ci or claude-laptop")
+    permission: Literal["read", "write", "review", "admin"] = Field(
+        "write", description="read < write < review < admin; agents get write, people review"
+    )
+    scopes: list[str] | None = Field(
+        None, description="confine the token to these scope patterns, e.g. repo::acme/*"
+    )
+    orgs: list[str] | None = Field(None, description="confine the token to these orgs")
+    expires_days: int | None = Field(None, description="expire after this many days (1-3650)")
+
+
+class TokenInfo(Result):
+    id: str
+    name: str
+    principal: str
+    prefix: str = Field(description="the token's first characters, to recognise it")
+    permission: str
+    scopes: list[str] | None
+    orgs: list[str] | None
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+    last_used_at: str | None
+
+
+class TokenCreateResult(Result):
+    token: str = Field(description="the secret, shown this once; only its hash is stored")
+    info: TokenInfo
+
+
+class TokenListResult(Result):
+    tokens: list[TokenInfo]
+
+
+class TokenRevokeParams(Params):
+    id: str = Field(description="the token's id (from token list)")

@@ -38,6 +38,11 @@ from lorestore.models import (
     ScopesResult,
     SearchParams,
     SearchResult,
+    TokenCreateParams,
+    TokenCreateResult,
+    TokenInfo,
+    TokenListResult,
+    TokenRevokeParams,
     VerifyParams,
     WriteParams,
     WriteResult,
@@ -45,7 +50,10 @@ from lorestore.models import (
 from lorestore.service import LessonService
 
 Surface = Literal["mcp", "rest", "cli"]
+CLI_GROUPS = {"token": "Create, list and revoke bearer tokens for the HTTP surfaces."}
 ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
+# Minting and revoking credentials is for people, not for the agents MCP serves.
+ADMIN_SURFACES: frozenset[Surface] = frozenset({"rest", "cli"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +72,15 @@ class Operation:
         return self.name in ("memory_delete", "memory_purge", "memory_purge_expired")
 
     @property
+    def cli_group(self) -> str | None:
+        """Administration commands are grouped: ``token_create`` is ``lorestore token create``."""
+        prefix = self.name.split("_", 1)[0]
+        return prefix if prefix in CLI_GROUPS else None
+
+    @property
     def cli_name(self) -> str:
-        return self.name.removeprefix("memory_").replace("_", "-")
+        name = self.name.split("_", 1)[1] if self.cli_group else self.name
+        return name.removeprefix("memory_").replace("_", "-")
 
     def parse(self, arguments: dict[str, object] | None) -> Params:
         """Validate raw arguments (from JSON or the command line) into the params model."""
@@ -202,6 +217,30 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         PurgeResult,
         mutates=True,
+    ),
+    Operation(
+        "token_create",
+        "Create a bearer token; the secret is shown once and stored only as a hash.",
+        TokenCreateParams,
+        TokenCreateResult,
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "token_list",
+        "List your tokens (never their secrets).",
+        NoParams,
+        TokenListResult,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "token_revoke",
+        "Revoke a token: it stops working at once.",
+        TokenRevokeParams,
+        TokenInfo,
+        cli_args=("id",),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
     ),
 )
 

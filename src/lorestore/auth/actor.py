@@ -23,9 +23,16 @@ class Actor:
     session: str | None = None
     agent: str | None = None
     is_person: bool = True
+    scopes: tuple[str, ...] | None = None  # a token's scope patterns; None: unrestricted
+    token_id: str | None = None
 
     def can(self, permission: Permission) -> bool:
         return permission in self.permissions or "admin" in self.permissions
+
+    @property
+    def confined(self) -> bool:
+        """Whether a token restricts this actor to some scopes."""
+        return self.scopes is not None
 
 
 AGENT_PERMISSIONS: frozenset[Permission] = frozenset({"read", "write"})

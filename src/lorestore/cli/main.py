@@ -15,7 +15,7 @@ from lorestore.cli.commands import build_command
 from lorestore.cli.render import render, render_error
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
-from lorestore.operations import Operation, on_surface
+from lorestore.operations import CLI_GROUPS, Operation, on_surface
 
 app = typer.Typer(
     name="lorestore",
@@ -51,8 +51,15 @@ def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
         render(Console(), result)
 
 
+_groups = {
+    name: typer.Typer(name=name, help=text, no_args_is_help=True)
+    for name, text in CLI_GROUPS.items()
+}
+for _name, _group in _groups.items():
+    app.add_typer(_group, name=_name)
 for _op in on_surface("cli"):
-    app.command(_op.cli_name, help=_op.summary)(build_command(_op, run_operation))
+    _target = _groups[_op.cli_group] if _op.cli_group else app
+    _target.command(_op.cli_name, help=_op.summary)(build_command(_op, run_operation))
 
 
 @app.command("mcp")

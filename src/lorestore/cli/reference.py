@@ -41,13 +41,21 @@ def render() -> str:
     ctx = group.context_class(group)
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
-        assert command is not None
-        parts.append(f"## `lorestore {name}`\n")
-        parts.append((command.help or "").strip() + "\n")
-        lines = [_param_line(p) for p in command.params if p.name != "help"]
-        if lines:
-            parts.append("\n".join(lines) + "\n")
+        if hasattr(command, "list_commands"):
+            sub_ctx = command.context_class(command)
+            for sub in command.list_commands(sub_ctx):
+                _render_command(parts, f"{name} {sub}", command.get_command(sub_ctx, sub))
+        else:
+            _render_command(parts, name, command)
     return "\n".join(parts)
+
+
+def _render_command(parts: list[str], name: str, command: Any) -> None:
+    parts.append(f"## `lorestore {name}`\n")
+    parts.append((command.help or "").strip() + "\n")
+    lines = [_param_line(p) for p in command.params if p.name != "help"]
+    if lines:
+        parts.append("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ from lorestore.models import (
     PurgeResult,
     Result,
     ReviewQueueResult,
+    TokenCreateResult,
+    TokenInfo,
+    TokenListResult,
     ScopesResult,
     SearchResult,
     WriteResult,
@@ -138,6 +141,28 @@ def render(console: Console, result: Result) -> None:
                 escape(_excerpt(shown, 60)),
             )
         console.print(table if result.items else "[dim]nothing awaits review[/]")
+    elif isinstance(result, TokenCreateResult):
+        console.print(f"[bold]{escape(result.token)}[/]")
+        console.print(
+            f"[dim]token {result.info.id} ({result.info.permission}) for "
+            f"{escape(result.info.principal)}: shown once, stored only as a hash. "
+            "Send it as `Authorization: Bearer <token>`.[/]"
+        )
+    elif isinstance(result, TokenListResult | TokenInfo):
+        tokens = result.tokens if isinstance(result, TokenListResult) else [result]
+        table = Table("id", "name", "prefix", "permission", "scopes", "expires", "state")
+        for t in tokens:
+            state = "revoked" if t.revoked_at else f"last used {t.last_used_at or 'never'}"
+            table.add_row(
+                t.id,
+                escape(t.name),
+                t.prefix + "…",
+                t.permission,
+                escape(", ".join(t.scopes or ["any"])),
+                t.expires_at or "never",
+                state,
+            )
+        console.print(table)
     elif isinstance(result, DeleteResult):
         console.print(
             f"deleted {escape(result.scope)} / {escape(result.key)}: "

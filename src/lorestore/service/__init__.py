@@ -11,10 +11,13 @@ from lorestore.service.base import Clock, utcnow
 from lorestore.service.lifecycle import LifecycleOperations
 from lorestore.service.reads import ReadOperations
 from lorestore.service.review import ReviewOperations
+from lorestore.service.tokens import TokenOperations
 from lorestore.service.writes import WriteOperations
 
 
-class LessonService(WriteOperations, ReadOperations, LifecycleOperations, ReviewOperations):
+class LessonService(
+    WriteOperations, ReadOperations, LifecycleOperations, ReviewOperations, TokenOperations
+):
     """Every lesson operation over one Store."""
 
 

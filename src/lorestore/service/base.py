@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lorestore.auth.actor import Actor, Permission
+from lorestore.auth.tokens import scope_allowed
 from lorestore.core.audit import GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import Lesson, LessonVersion, format_ts
@@ -76,7 +77,8 @@ class ServiceBase:
         return format_ts(self.clock())
 
     @staticmethod
-    def _authorise(actor: Actor, permission: Permission) -> None:
+    def _require(actor: Actor, permission: Permission) -> None:
+        """Refuse unless the actor holds ``permission`` (whatever scopes it is confined to)."""
         if not actor.can(permission):
             raise LorestoreError(
                 "forbidden",
@@ -85,6 +87,31 @@ class ServiceBase:
                 "or with a token that carries the permission",
                 details={"needs": permission},
             )
+
+    def _authorise(self, actor: Actor, permission: Permission, *scopes: str) -> None:
+        """Refuse unless the actor holds ``permission`` and may touch every scope named.
+
+        With no scope named, a scope-confined token is refused: the operation would reach
+        beyond its scopes.
+        """
+        self._require(actor, permission)
+        if actor.scopes is None:
+            return
+        if not scopes:
+            raise LorestoreError(
+                "forbidden",
+                "this token is confined to some scopes; name one",
+                hint="pass a scope the token covers",
+                details={"token_scopes": list(actor.scopes)},
+            )
+        for text in scopes:
+            if not scope_allowed(actor.scopes, parse_scope(text)):
+                raise LorestoreError(
+                    "forbidden",
+                    f"this token does not cover {text}",
+                    hint="use a token whose scope patterns include it",
+                    details={"scope": text, "token_scopes": list(actor.scopes)},
+                )
 
     @staticmethod
     def _existing(tx: Transaction, actor: Actor, scope: str, key: str) -> StoredLesson:

@@ -30,8 +30,8 @@ class LifecycleOperations(ServiceBase):
         return self._set_status(actor, p, "active")
 
     def _set_status(self, actor: Actor, p: ChangeParams, status: str) -> LessonResult:
-        self._authorise(actor, "write")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "write", scope)
         now = self._now()
         with self.store.transaction(write=True) as tx:
             stored = self._existing(tx, actor, scope, key)
@@ -58,8 +58,8 @@ class LifecycleOperations(ServiceBase):
         return LessonResult(lesson=updated)
 
     def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:
-        self._authorise(actor, "admin")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "admin", scope)
         with self.store.transaction(write=True) as tx:
             stored = self._existing(tx, actor, scope, key)
             erased = self._erase(tx, actor, stored, "delete", p.reason)

@@ -7,6 +7,7 @@ rejected. History is the one exception, and shows a rejected lesson to reviewers
 from __future__ import annotations
 
 from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
@@ -34,8 +35,8 @@ from lorestore.storage.protocol import AuditFilter
 
 class ReadOperations(ServiceBase):
     def memory_read(self, actor: Actor, p: ReadParams) -> LessonResult:
-        self._authorise(actor, "read")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "read", scope)
         as_of = normalise_ts(p.as_of, field="as_of")
         valid_at = normalise_ts(p.valid_at, field="valid_at")
         with self.store.transaction(write=False) as tx:
@@ -67,8 +68,8 @@ class ReadOperations(ServiceBase):
         )
 
     def memory_history(self, actor: Actor, p: Address) -> HistoryResult:
-        self._authorise(actor, "read")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "read", scope)
         with self.store.transaction(write=False) as tx:
             stored = tx.lesson_at(actor.owner, scope, key)
             if stored is None or (stored.lesson.trust == "rejected" and not actor.can("review")):
@@ -84,8 +85,8 @@ class ReadOperations(ServiceBase):
         )
 
     def memory_list(self, actor: Actor, p: ListParams) -> ListResult:
-        self._authorise(actor, "read")
         scope = parse_scope(p.scope).text
+        self._authorise(actor, "read", scope)
         tags = validate_tags(p.tags)
         limit = bounded("limit", p.limit, 1, 200)
         after = None
@@ -103,7 +104,6 @@ class ReadOperations(ServiceBase):
         return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
 
     def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
-        self._authorise(actor, "read")
         if not p.scopes:
             raise LorestoreError(
                 "invalid_scope",
@@ -111,6 +111,7 @@ class ReadOperations(ServiceBase):
                 hint='pass e.g. scopes=["repo::acme/app", "global"]',
             )
         scopes = list(dict.fromkeys(parse_scope(s).text for s in p.scopes))
+        self._authorise(actor, "read", *scopes)
         tags = validate_tags(p.tags)
         limit = bounded("limit", p.limit, 1, 100)
         match = fts_expression(p.query)
@@ -121,9 +122,11 @@ class ReadOperations(ServiceBase):
         )
 
     def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
-        self._authorise(actor, "read")
+        self._require(actor, "read")
         with self.store.transaction(write=False) as tx:
             counts = tx.scope_counts(actor.owner, self._now())
+        if actor.scopes is not None:
+            counts = [c for c in counts if scope_allowed(actor.scopes, parse_scope(c.scope))]
         return ScopesResult(
             scopes=[
                 ScopeInventory(
@@ -138,12 +141,13 @@ class ReadOperations(ServiceBase):
         )
 
     def memory_audit(self, actor: Actor, p: AuditParams) -> AuditResult:
-        self._authorise(actor, "read")
+        scope = parse_scope(p.scope).text if p.scope else None
+        self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 500)
         after_id = int(str(decode_cursor(p.cursor, (int,))[0])) if p.cursor else None
         query = AuditFilter(
             owner=actor.owner,
-            scope=parse_scope(p.scope).text if p.scope else None,
+            scope=scope,
             key=validate_key(p.key) if p.key else None,
             since=normalise_ts(p.since, field="since"),
             until=normalise_ts(p.until, field="until"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Lesson, LessonVersion, Review
 from lorestore.core.scope import parse_scope
@@ -49,8 +50,8 @@ def _pending_conflict(stored: StoredLesson) -> LorestoreError:
 
 class ReviewOperations(ServiceBase):
     def memory_verify(self, actor: Actor, p: VerifyParams) -> LessonResult:
-        self._authorise(actor, "review")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "review", scope)
         now = self._now()
         with self.store.transaction(write=True) as tx:
             stored = self._existing(tx, actor, scope, key)
@@ -123,8 +124,8 @@ class ReviewOperations(ServiceBase):
         return proposal
 
     def memory_reject(self, actor: Actor, p: RejectParams) -> LessonResult:
-        self._authorise(actor, "review")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "review", scope)
         reason = _required_reason(p.reason, "a rejection" if not p.undo else "lifting a rejection")
         if p.undo and p.revision:
             raise LorestoreError(
@@ -203,6 +204,8 @@ class ReviewOperations(ServiceBase):
             if other.pk == stored.pk or other.lesson.trust == "rejected":
                 continue
             other_scope = parse_scope(other.lesson.scope)
+            if not scope_allowed(actor.scopes, other_scope):
+                continue  # a confined reviewer's decision stops at its token's scopes
             if other_scope.text == tomb_scope or tomb_scope in (
                 s.text for s in other_scope.broader()
             ):
@@ -262,8 +265,8 @@ class ReviewOperations(ServiceBase):
         return updated
 
     def memory_dispute(self, actor: Actor, p: DisputeParams) -> LessonResult:
-        self._authorise(actor, "write")
         scope, key = address(p.scope, p.key)
+        self._authorise(actor, "write", scope)
         reason = _required_reason(p.reason, "a dispute")
         now = self._now()
         with self.store.transaction(write=True) as tx:
@@ -289,8 +292,8 @@ class ReviewOperations(ServiceBase):
         return LessonResult(lesson=updated)
 
     def memory_review_queue(self, actor: Actor, p: ReviewQueueParams) -> ReviewQueueResult:
-        self._authorise(actor, "read")
         scope = parse_scope(p.scope).text if p.scope else None
+        self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 200)
         with self.store.transaction(write=False) as tx:
             rows = tx.review_queue(actor.owner, scope, now=self._now(), limit=limit)

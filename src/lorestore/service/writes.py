@@ -44,8 +44,8 @@ def check_tombstone(tx: Transaction, actor: Actor, scope: Scope, digest: str) ->
 
 class WriteOperations(ServiceBase):
     def memory_write(self, actor: Actor, p: WriteParams) -> WriteResult:
-        self._authorise(actor, "write")
         scope = parse_scope(p.scope)
+        self._authorise(actor, "write", scope.text)
         key, value = validate_key(p.key), validate_value(p.value)
         tags = None if p.tags is None else list(validate_tags(p.tags))
         ttl = validate_ttl(p.ttl_days)

@@ -168,6 +168,18 @@ class Transaction(Protocol):
     def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
         """Every audit event of an owner in order, as stored, for chain verification."""
 
+    def insert_token(self, token: TokenRecord, token_hash: str) -> None: ...
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
+
+    def list_tokens(self, principal: str) -> list[TokenRecord]: ...
+
+    def revoke_token(self, principal: str, token_id: str, at: str) -> bool:
+        """Revoke one of the principal's live tokens; False when there is none by that id."""
+
+    def touch_token(self, token_id: str, at: str) -> None:
+        """Record a use of the token."""
+
 
 class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
@@ -179,3 +191,21 @@ class Store(Protocol):
         the backend's logs (best effort; a concurrent reader may postpone it)."""
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A stored token: everything but the secret, which is kept only as ``token_hash``."""
+
+    id: str
+    principal: str
+    name: str
+    prefix: str
+    permission: str
+    scopes: tuple[str, ...] | None
+    orgs: tuple[str, ...] | None
+    created_at: str
+    created_by: str
+    expires_at: str | None = None
+    revoked_at: str | None = None
+    last_used_at: str | None = None

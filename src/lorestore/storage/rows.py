@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
+from lorestore.storage.protocol import TokenRecord
 
 
 class RowLike(Protocol):
@@ -144,3 +145,21 @@ def audit_from_row(row: RowLike) -> AuditEvent:
     data.pop("prev_hash", None)
     data["detail"] = _loads(data["detail"], _EMPTY_OBJECT)
     return AuditEvent.model_validate(data)
+
+
+def token_from_row(row: RowLike) -> TokenRecord:
+    scopes, orgs = row["scopes"], row["orgs"]
+    return TokenRecord(
+        id=row["id"],
+        principal=row["principal"],
+        name=row["name"],
+        prefix=row["prefix"],
+        permission=row["permission"],
+        scopes=None if scopes is None else tuple(json.loads(scopes)),
+        orgs=None if orgs is None else tuple(json.loads(orgs)),
+        created_at=row["created_at"],
+        created_by=row["created_by"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        last_used_at=row["last_used_at"],
+    )

@@ -191,6 +191,30 @@ ORDER BY id DESC LIMIT :limit;
 -- Every audit event of an owner in chain order.
 SELECT * FROM audit_log WHERE owner = :owner ORDER BY id;
 
+-- name: insert_token
+-- Store a new token (its hash, never the secret).
+INSERT INTO tokens (id, principal, name, token_hash, prefix, permission, scopes, orgs,
+    created_at, created_by, expires_at)
+VALUES (:id, :principal, :name, :token_hash, :prefix, :permission, :scopes, :orgs,
+    :created_at, :created_by, :expires_at);
+
+-- name: token_by_hash
+-- The token presented by a caller, found by the hash of what it presented.
+SELECT * FROM tokens WHERE token_hash = :token_hash;
+
+-- name: list_tokens
+-- A principal's tokens, newest first.
+SELECT * FROM tokens WHERE principal = :principal ORDER BY created_at DESC, id;
+
+-- name: revoke_token
+-- Revoke a principal's live token.
+UPDATE tokens SET revoked_at = :at
+WHERE principal = :principal AND id = :id AND revoked_at IS NULL;
+
+-- name: touch_token
+-- Remember when a token was last used.
+UPDATE tokens SET last_used_at = :at WHERE id = :id;
+
 -- name: applied_migrations
 -- Migrations already applied, with their checksums.
 SELECT number, name, checksum FROM schema_migrations ORDER BY number;

@@ -24,6 +24,7 @@ from lorestore.storage.protocol import (
     SearchHit,
     StoredLesson,
     Tombstone,
+    TokenRecord,
 )
 from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import (
@@ -31,6 +32,7 @@ from lorestore.storage.rows import (
     dumps,
     lesson_from_row,
     lesson_params,
+    token_from_row,
     version_from_row,
     version_params,
 )
@@ -278,6 +280,36 @@ class SQLiteTransaction:
     def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
         for row in self._conn.execute(Q["audit_chain"], {"owner": owner}):
             yield dict(row)
+
+    def insert_token(self, token: TokenRecord, token_hash: str) -> None:
+        params = {
+            "id": token.id,
+            "principal": token.principal,
+            "name": token.name,
+            "token_hash": token_hash,
+            "prefix": token.prefix,
+            "permission": token.permission,
+            "scopes": None if token.scopes is None else dumps(list(token.scopes)),
+            "orgs": None if token.orgs is None else dumps(list(token.orgs)),
+            "created_at": token.created_at,
+            "created_by": token.created_by,
+            "expires_at": token.expires_at,
+        }
+        self._conn.execute(Q["insert_token"], params)
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        row = self._one("token_by_hash", {"token_hash": token_hash})
+        return token_from_row(row) if row else None
+
+    def list_tokens(self, principal: str) -> list[TokenRecord]:
+        return [token_from_row(r) for r in self._all("list_tokens", {"principal": principal})]
+
+    def revoke_token(self, principal: str, token_id: str, at: str) -> bool:
+        params = {"principal": principal, "id": token_id, "at": at}
+        return self._conn.execute(Q["revoke_token"], params).rowcount == 1
+
+    def touch_token(self, token_id: str, at: str) -> None:
+        self._conn.execute(Q["touch_token"], {"id": token_id, "at": at})
 
 
 class SQLiteStore:

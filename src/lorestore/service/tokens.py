@@ -1,0 +1,145 @@
+"""Token administration (create, list, revoke) and authentication of a presented token.
+
+A token can only narrow its creator: a permission at most the creator's, scope patterns and
+orgs that confine. Authentication fails closed: anything unexpected is ``unauthenticated``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import (
+    generate_token,
+    hash_token,
+    implied_permissions,
+    looks_like_token,
+    normalise_pattern,
+)
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import format_ts
+from lorestore.models import (
+    NoParams,
+    TokenCreateParams,
+    TokenCreateResult,
+    TokenInfo,
+    TokenListResult,
+    TokenRevokeParams,
+)
+from lorestore.service.base import ServiceBase, bounded
+from lorestore.storage.protocol import TokenRecord
+
+TOUCH_INTERVAL = timedelta(minutes=1)
+
+
+def _info(token: TokenRecord) -> TokenInfo:
+    return TokenInfo(
+        id=token.id,
+        name=token.name,
+        principal=token.principal,
+        prefix=token.prefix,
+        permission=token.permission,
+        scopes=None if token.scopes is None else list(token.scopes),
+        orgs=None if token.orgs is None else list(token.orgs),
+        created_at=token.created_at,
+        expires_at=token.expires_at,
+        revoked_at=token.revoked_at,
+        last_used_at=token.last_used_at,
+    )
+
+
+def _unauthenticated(message: str) -> LorestoreError:
+    return LorestoreError(
+        "unauthenticated",
+        message,
+        hint="send a valid token as `Authorization: Bearer <token>`; "
+        "`lorestore token create` makes one",
+    )
+
+
+class TokenOperations(ServiceBase):
+    def token_create(self, actor: Actor, p: TokenCreateParams) -> TokenCreateResult:
+        self._authorise(actor, "admin")
+        name = p.name.strip()
+        if not name or len(name) > 100:
+            raise LorestoreError("invalid_argument", "a token name is 1-100 characters")
+        if not all(actor.can(perm) for perm in implied_permissions(p.permission)):
+            raise LorestoreError("forbidden", "a token cannot carry more than its creator has")
+        scopes = None
+        if p.scopes is not None:
+            if not p.scopes:
+                raise LorestoreError(
+                    "invalid_scope",
+                    "an empty scope list would make a token that can reach nothing",
+                    hint="omit scopes for an unrestricted token",
+                )
+            scopes = tuple(dict.fromkeys(normalise_pattern(s) for s in p.scopes))
+        orgs = None if p.orgs is None else tuple(dict.fromkeys(o.strip().lower() for o in p.orgs))
+        now = self.clock()
+        expires_at = None
+        if p.expires_days is not None:
+            days = bounded("expires_days", p.expires_days, 1, 3650)
+            expires_at = format_ts(now + timedelta(days=days))
+        secret = generate_token()
+        record = TokenRecord(
+            id=str(uuid.uuid4()),
+            principal=actor.principal,
+            name=name,
+            prefix=secret[:10],
+            permission=p.permission,
+            scopes=scopes,
+            orgs=orgs,
+            created_at=format_ts(now),
+            created_by=actor.principal,
+            expires_at=expires_at,
+        )
+        with self.store.transaction(write=True) as tx:
+            tx.insert_token(record, hash_token(secret))
+        return TokenCreateResult(token=secret, info=_info(record))
+
+    def token_list(self, actor: Actor, p: NoParams) -> TokenListResult:
+        self._authorise(actor, "admin")
+        with self.store.transaction(write=False) as tx:
+            tokens = tx.list_tokens(actor.principal)
+        return TokenListResult(tokens=[_info(t) for t in tokens])
+
+    def token_revoke(self, actor: Actor, p: TokenRevokeParams) -> TokenInfo:
+        self._authorise(actor, "admin")
+        with self.store.transaction(write=True) as tx:
+            if not tx.revoke_token(actor.principal, p.id, self._now()):
+                raise LorestoreError(
+                    "not_found",
+                    f"no live token {p.id!r}",
+                    hint="`lorestore token list` shows ids",
+                )
+            tokens = {t.id: t for t in tx.list_tokens(actor.principal)}
+        return _info(tokens[p.id])
+
+    def authenticate(self, token: str, *, session: str | None = None) -> Actor:
+        """The actor a presented bearer token stands for; ``unauthenticated`` otherwise."""
+        if not looks_like_token(token):
+            raise _unauthenticated("that is not a lorestore token")
+        now = self.clock()
+        with self.store.transaction(write=False) as tx:
+            record = tx.token_by_hash(hash_token(token))
+        if record is None:
+            raise _unauthenticated("unknown token")
+        if record.revoked_at is not None:
+            raise _unauthenticated(f"this token was revoked at {record.revoked_at}")
+        if record.expires_at is not None and record.expires_at <= format_ts(now):
+            raise _unauthenticated(f"this token expired at {record.expires_at}")
+        stale = format_ts(now - TOUCH_INTERVAL)
+        if record.last_used_at is None or record.last_used_at < stale:
+            with self.store.transaction(write=True) as tx:
+                tx.touch_token(record.id, format_ts(now))
+        return Actor(
+            principal=record.principal,
+            owner=record.principal,
+            permissions=implied_permissions(record.permission),
+            session=session or f"token-{record.id}",
+            agent=record.name,
+            is_person=record.permission in ("review", "admin"),
+            scopes=record.scopes,
+            token_id=record.id,
+        )

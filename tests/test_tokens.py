@@ -1,0 +1,196 @@
+"""Bearer tokens: shown once, stored hashed, permission levels, scope confinement, expiry and
+revocation, each refusal beside the call that succeeds."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
+from lorestore.models import (
+    Address,
+    AuditParams,
+    ChangeParams,
+    DeleteParams,
+    ListParams,
+    NoParams,
+    PurgeParams,
+    ReadParams,
+    RejectParams,
+    ReviewQueueParams,
+    SearchParams,
+    TokenCreateParams,
+    TokenRevokeParams,
+    VerifyParams,
+    WriteParams,
+)
+from lorestore.service import LessonService
+from tests.conftest import Cli
+
+PERSON = local_actor()
+APP = "repo::acme/app"
+OTHER = "repo::other/app"
+
+
+def mint(service: LessonService, **kw):  # type: ignore[no-untyped-def]
+    kw.setdefault("name", "t")
+    return service.token_create(PERSON, TokenCreateParams(**kw))
+
+
+def code_of(fn) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(LorestoreError) as err:
+        fn()
+    return err.value.code
+
+
+def test_token_is_shown_once_and_stored_hashed(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
+    created = mint(service, permission="read")
+    assert created.token.startswith("lst_") and len(created.token) == 47
+    dump = "\n".join(sqlite3.connect(store.path).iterdump())
+    assert created.token not in dump
+    assert created.info.prefix in dump  # positive control: the row is there
+    listed = service.token_list(PERSON, NoParams()).tokens
+    assert [t.id for t in listed] == [created.info.id]
+    assert created.token not in listed[0].model_dump_json()
+
+
+def test_authenticate_and_permission_levels(service: LessonService) -> None:
+    service.memory_write(PERSON, WriteParams(scope=APP, key="k", value="v"))
+    reader = service.authenticate(mint(service, permission="read").token)
+    writer = service.authenticate(mint(service, permission="write").token)
+    reviewer = service.authenticate(mint(service, permission="review").token)
+    assert service.memory_read(reader, ReadParams(scope=APP, key="k")).lesson.value == "v"
+    assert (
+        code_of(lambda: service.memory_write(reader, WriteParams(scope=APP, key="k", value="x")))
+        == "forbidden"
+    )
+    assert service.memory_write(writer, WriteParams(scope=APP, key="k", value="x")).result == (
+        "updated"
+    )
+    # An agent's write token can never verify or reject; a reviewer's can.
+    assert code_of(lambda: service.memory_verify(writer, VerifyParams(scope=APP, key="k"))) == (
+        "forbidden"
+    )
+    assert (
+        code_of(
+            lambda: service.memory_reject(writer, RejectParams(scope=APP, key="k", reason="no"))
+        )
+        == "forbidden"
+    )
+    verified = service.memory_verify(reviewer, VerifyParams(scope=APP, key="k"))
+    assert verified.lesson.trust == "verified"
+    assert verified.lesson.review.by == "user:local"  # type: ignore[union-attr]
+    # Only admin may delete or mint tokens.
+    assert code_of(lambda: service.memory_delete(reviewer, DeleteParams(scope=APP, key="k"))) == (
+        "forbidden"
+    )
+    assert code_of(lambda: service.token_create(reviewer, TokenCreateParams(name="x"))) == (
+        "forbidden"
+    )
+
+
+@pytest.mark.parametrize("bad", ["", "Bearer x", "lst_short", "lst_" + "A" * 43])
+def test_unknown_or_malformed_tokens_are_refused(service: LessonService, bad: str) -> None:
+    assert code_of(lambda: service.authenticate(bad)) == "unauthenticated"
+    good = mint(service).token
+    assert service.authenticate(good).principal == "user:local"
+
+
+def test_revoked_and_expired_tokens_stop_working(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    revoked = mint(service)
+    service.token_revoke(PERSON, TokenRevokeParams(id=revoked.info.id))
+    with pytest.raises(LorestoreError, match="revoked"):
+        service.authenticate(revoked.token)
+    assert (
+        code_of(lambda: service.token_revoke(PERSON, TokenRevokeParams(id=revoked.info.id)))
+        == "not_found"
+    )
+    expiring = mint(service, expires_days=1)
+    assert service.authenticate(expiring.token).token_id == expiring.info.id
+    clock.advance(days=2)
+    with pytest.raises(LorestoreError, match="expired"):
+        service.authenticate(expiring.token)
+
+
+def test_last_used_is_recorded(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    created = mint(service)
+    service.authenticate(created.token)
+    used = service.token_list(PERSON, NoParams()).tokens[0].last_used_at
+    assert used is not None and used.startswith("2026-01-01T12:00")
+
+
+def test_scope_confined_token_reaches_nothing_outside(service: LessonService) -> None:
+    for scope in (APP, "branch::acme/app::main", OTHER, "global"):
+        service.memory_write(PERSON, WriteParams(scope=scope, key="k", value=f"postgres {scope}"))
+    token = service.authenticate(mint(service, permission="admin", scopes=["repo::acme/*"]).token)
+    # Inside: the repo and its branches.
+    assert service.memory_read(token, ReadParams(scope=APP, key="k")).lesson.scope == APP
+    assert (
+        service.memory_read(token, ReadParams(scope="branch::acme/app::main", key="k")).lesson.key
+        == "k"
+    )
+    hits = service.memory_search(token, SearchParams(query="postgres", scopes=[APP])).hits
+    assert [h.lesson.scope for h in hits] == [APP]
+    inventory = [s.scope for s in service.memory_scopes(token, NoParams()).scopes]
+    assert sorted(inventory) == ["branch::acme/app::main", APP]
+    # Outside: every operation is refused, and nothing changes.
+    outside = [
+        lambda: service.memory_read(token, ReadParams(scope=OTHER, key="k")),
+        lambda: service.memory_history(token, Address(scope=OTHER, key="k")),
+        lambda: service.memory_list(token, ListParams(scope="global")),
+        lambda: service.memory_search(token, SearchParams(query="postgres", scopes=[APP, OTHER])),
+        lambda: service.memory_write(token, WriteParams(scope=OTHER, key="k", value="x")),
+        lambda: service.memory_archive(token, ChangeParams(scope=OTHER, key="k")),
+        lambda: service.memory_restore(token, ChangeParams(scope=OTHER, key="k")),
+        lambda: service.memory_delete(token, DeleteParams(scope=OTHER, key="k")),
+        lambda: service.memory_purge(token, PurgeParams()),
+        lambda: service.memory_purge_expired(token, NoParams()),
+        lambda: service.memory_audit(token, AuditParams()),
+        lambda: service.memory_review_queue(token, ReviewQueueParams()),
+        lambda: service.token_create(token, TokenCreateParams(name="wider")),
+    ]
+    for call in outside:
+        assert code_of(call) == "forbidden"
+    assert service.memory_read(PERSON, ReadParams(scope=OTHER, key="k")).lesson.version == 1
+    # Positive controls for the mutations, inside the confinement.
+    assert service.memory_archive(token, ChangeParams(scope=APP, key="k")).lesson.status == (
+        "archived"
+    )
+    assert service.memory_restore(token, ChangeParams(scope=APP, key="k")).lesson.status == (
+        "active"
+    )
+    assert service.memory_audit(token, AuditParams(scope=APP)).events
+    assert service.memory_delete(token, DeleteParams(scope=APP, key="k")).deleted
+
+
+def test_a_token_cannot_exceed_its_creator(service: LessonService) -> None:
+    writer = service.authenticate(mint(service, permission="admin", scopes=[APP]).token)
+    assert code_of(lambda: service.token_create(writer, TokenCreateParams(name="x"))) == (
+        "forbidden"
+    )
+    assert code_of(lambda: mint(service, scopes=[])) == "invalid_scope"
+    assert code_of(lambda: mint(service, scopes=["repo:acme/*"])) == "invalid_scope"
+
+
+def test_cli_token_commands(cli: Cli) -> None:
+    created = cli.ok(
+        "token",
+        "create",
+        "--name",
+        "ci",
+        "--permission",
+        "read",
+        "--scope",
+        "repo::acme/*",
+        "--expires-days",
+        "30",
+    )
+    assert created["token"].startswith("lst_")
+    assert created["info"]["scopes"] == ["repo::acme/*"]
+    listed = cli.ok("token", "list")["tokens"]
+    assert [t["id"] for t in listed] == [created["info"]["id"]]
+    revoked = cli.ok("token", "revoke", created["info"]["id"])
+    assert revoked["revoked_at"]
+    assert cli("token", "revoke", "nope", "--json").error()["code"] == "not_found"
