@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from tests.conftest import Cli
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
@@ -27,7 +28,6 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.service import LessonService
-from tests.conftest import Cli
 
 PERSON = local_actor()
 APP = "repo::acme/app"

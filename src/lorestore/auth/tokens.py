@@ -15,7 +15,7 @@ from lorestore.auth.actor import Permission
 from lorestore.core.errors import LorestoreError
 from lorestore.core.scope import Scope, parse_scope
 
-TOKEN_PREFIX = "lst_"
+TOKEN_PREFIX = "lst_"  # noqa: S105 - a public prefix, not a secret
 _TOKEN_RE = re.compile(r"^lst_[A-Za-z0-9_-]{43}$")
 PERMISSION_LEVELS: tuple[Permission, ...] = ("read", "write", "review", "admin")
 

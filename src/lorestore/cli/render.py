@@ -18,11 +18,11 @@ from lorestore.models import (
     PurgeResult,
     Result,
     ReviewQueueResult,
+    ScopesResult,
+    SearchResult,
     TokenCreateResult,
     TokenInfo,
     TokenListResult,
-    ScopesResult,
-    SearchResult,
     WriteResult,
 )
 

@@ -23,8 +23,8 @@ from lorestore.storage.protocol import (
     ScopeCount,
     SearchHit,
     StoredLesson,
-    Tombstone,
     TokenRecord,
+    Tombstone,
 )
 from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import (
