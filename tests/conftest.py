@@ -4,18 +4,26 @@ the CLI through its real Typer app."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from tests.pg import Template, admin_url
 from typer.testing import CliRunner
 
 from lorestore.auth.actor import local_actor
 from lorestore.cli.main import app
 from lorestore.service import LessonService
+from lorestore.storage.postgres import PostgresStore
+from lorestore.storage.protocol import Store
 from lorestore.storage.sqlite import SQLiteStore
 
 
@@ -47,15 +55,68 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[Template]:
+    template = Template()
+    yield template
+    template.drop(template.name)
+
+
 @pytest.fixture
-def store(home: Path) -> Iterator[SQLiteStore]:
+def pg_database(pg_template: Template) -> Iterator[str]:
+    """A fresh database copied from the migrated template; yields its name."""
+    name = pg_template.copy()
+    yield name
+    pg_template.drop(name)
+
+
+@pytest.fixture
+def sqlite_store(home: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(home / "lorestore.db")
     yield s
     s.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, home: Path) -> Iterator[Store]:
+    """The contract fixture: every test using it runs on both backends."""
+    if request.param == "sqlite":
+        s: Store = SQLiteStore(home / "lorestore.db")
+    else:
+        template: Template = request.getfixturevalue("pg_template")
+        name = request.getfixturevalue("pg_database")
+        s = PostgresStore(template.app_url(name), max_size=4)
+    yield s
+    s.close()
+
+
+def dump_text(store: Store) -> str:
+    """Every row of every table as text, read past row-level security: for proving that a
+    refused call changed nothing and that erased text is gone."""
+    if isinstance(store, SQLiteStore):
+        return "\n".join(sqlite3.connect(store.path).iterdump())
+    assert isinstance(store, PostgresStore)
+    url = conninfo_to_dict(store.url)
+    url.pop("user", None)
+    admin = conninfo_to_dict(admin_url())
+    admin["dbname"] = url["dbname"]
+    lines = []
+    with psycopg.connect(make_conninfo(**admin)) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+        ).fetchall()
+        for (table,) in tables:
+            rows = conn.execute(
+                sql.SQL("SELECT t::text FROM {} AS t ORDER BY t::text").format(
+                    sql.Identifier(table)
+                )
+            ).fetchall()
+            lines += [f"{table}: {r[0]}" for r in rows]
+    return "\n".join(lines)
+
+
 @pytest.fixture
-def service(store: SQLiteStore, clock: Clock) -> LessonService:
+def service(store: Store, clock: Clock) -> LessonService:
     return LessonService(store, clock=clock)
 
 
@@ -97,3 +158,26 @@ class Cli:
 @pytest.fixture
 def cli(home: Path) -> Cli:
     return Cli()
+
+
+@contextmanager
+def app_connection(store: Store, actor: str = "user:local") -> Iterator[Any]:
+    """A raw connection with the application's own rights (on PostgreSQL: the app role with
+    the actor bound), for proving what the database itself refuses."""
+    if isinstance(store, SQLiteStore):
+        conn = sqlite3.connect(store.path, isolation_level=None)
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    assert isinstance(store, PostgresStore)
+    with psycopg.connect(store.url, autocommit=True) as pg:
+        pg.execute("SELECT set_config('lorestore.actor', %s, false)", [actor])
+        yield pg
+
+
+def table_rows(store: Store, table: str) -> list[str]:
+    """The rows of one table as text lines, as `dump_text` shows them."""
+    marker = f'INSERT INTO "{table}"' if isinstance(store, SQLiteStore) else f"{table}: "
+    return [line for line in dump_text(store).splitlines() if line.startswith(marker)]

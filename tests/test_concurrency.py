@@ -63,7 +63,7 @@ def test_four_processes_write_500_each_without_loss(tmp_path: Path) -> None:
             if not (cursor := page.next_cursor):
                 break
     assert keys == {f"w{w}-{i}" for w in range(WRITERS) for i in range(PER_WRITER)} | {"shared"}
-    with store.transaction(write=False) as tx:
+    with store.transaction(write=False, actor="user:local") as tx:
         shared = tx.lesson_at("user:local", "global", "shared")
         assert shared is not None
         assert len(tx.versions(shared.pk, shared.lesson.id)) == shared.lesson.version == 40

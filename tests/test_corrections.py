@@ -3,9 +3,8 @@ proposed revisions, disputes, the review queue and bi-temporal boundaries."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
+from tests.conftest import dump_text
 
 from lorestore.auth.actor import local_actor, local_agent
 from lorestore.core.audit import first_break
@@ -111,13 +110,13 @@ def test_rejected_value_is_gone_from_reads_history_shows_reviewers(service: Less
 def test_rejected_value_cannot_come_back(service: LessonService, store, scope, key, value) -> None:  # type: ignore[no-untyped-def]
     write(service, WRONG)
     reject(service)
-    before = "\n".join(sqlite3.connect(store.path).iterdump())
+    before = dump_text(store)
     with pytest.raises(LorestoreError) as err:
         write(service, value, scope=scope, key=key)
     assert err.value.code == "rejected_value"
     assert err.value.details["reason"] == "hides a real race"
     assert err.value.details["rejected_by"] == "user:local"
-    assert "\n".join(sqlite3.connect(store.path).iterdump()) == before
+    assert dump_text(store) == before
     # Positive control: a corrected value at the same address is a new version.
     fixed = write(service, "Fix the race in the payment test", scope=scope, key=key)
     assert fixed.result in ("updated", "created")
@@ -312,5 +311,5 @@ def test_every_correction_is_audited_with_reason_and_the_chain_holds(service, st
     ]
     assert events[1].actor == "user:local" and events[1].detail["session"] == "agent-1"
     assert (events[-1].before_version, events[-1].after_version) == (1, 2)
-    with store.transaction(write=False) as tx:
+    with store.transaction(write=False, actor="user:local") as tx:
         assert first_break(tx.audit_chain("user:local")) is None

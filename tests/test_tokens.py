@@ -3,10 +3,8 @@ revocation, each refusal beside the call that succeeds."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-from tests.conftest import Cli
+from tests.conftest import Cli, dump_text
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
@@ -48,7 +46,7 @@ def code_of(fn) -> str:  # type: ignore[no-untyped-def]
 def test_token_is_shown_once_and_stored_hashed(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
     created = mint(service, permission="read")
     assert created.token.startswith("lst_") and len(created.token) == 47
-    dump = "\n".join(sqlite3.connect(store.path).iterdump())
+    dump = dump_text(store)
     assert created.token not in dump
     assert created.info.prefix in dump  # positive control: the row is there
     listed = service.token_list(PERSON, NoParams()).tokens

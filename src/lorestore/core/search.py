@@ -13,24 +13,33 @@ MAX_QUERY_TERMS = 32
 
 
 def query_terms(text: str) -> list[str]:
-    """Distinct lower-cased words of ``text`` in order; identifiers like ``pg_dump`` stay whole."""
+    """Distinct lower-cased words of ``text`` in order; identifiers like ``pg_dump`` stay whole.
+
+    Raises ``invalid_argument`` when there is no word to look for.
+    """
     seen: dict[str, None] = {}
     for word in _WORD.findall(text.lower()):
-        seen.setdefault(word, None)
-    return list(seen)[:MAX_QUERY_TERMS]
-
-
-def fts_expression(text: str) -> str:
-    """An FTS5 expression matching any of the query's words, each quoted so that no word is
-    read as an operator; BM25 then ranks lessons that match more, and rarer, words first."""
-    terms = query_terms(text)
-    if not terms:
+        if any(ch.isalnum() for ch in word):
+            seen.setdefault(word, None)
+    if not seen:
         raise LorestoreError(
             "invalid_argument",
             "the search query has no words to look for",
             hint='search for words, e.g. "postgres migration"',
         )
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def fts5_expression(terms: list[str]) -> str:
+    """An FTS5 expression matching any of the words, each quoted so that no word is read as
+    an operator; BM25 then ranks lessons that match more, and rarer, words first."""
     return " OR ".join(f'"{term}"' for term in terms)
+
+
+def tsquery_expression(terms: list[str]) -> str:
+    """A PostgreSQL ``to_tsquery`` expression matching any of the words. Each word is made of
+    letters, digits and underscores only, so none can be read as tsquery syntax."""
+    return " | ".join(terms)
 
 
 def encode_cursor(*parts: str | int) -> str:

@@ -125,22 +125,25 @@ class ServiceBase:
         tx: Transaction,
         actor: Actor,
         action: str,
-        lesson: Lesson,
+        lesson: Lesson | None,
         *,
         before: tuple[int, str] | None = None,
         after: tuple[int, str] | None = None,
         reason: str | None = None,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        """Append one event to the owner's hash-chained audit log, inside ``tx``."""
+        """Append one event to the owner's hash-chained audit log, inside ``tx``.
+
+        ``lesson`` is None for an event about the store rather than one lesson (a sweep).
+        """
         event: dict[str, Any] = {
             "owner": actor.owner,
             "at": self._now(),
             "actor": actor.principal,
             "action": action,
-            "scope": lesson.scope,
-            "key": lesson.key,
-            "lesson_id": lesson.id,
+            "scope": lesson.scope if lesson else None,
+            "key": lesson.key if lesson else None,
+            "lesson_id": lesson.id if lesson else None,
             "before_version": before[0] if before else None,
             "after_version": after[0] if after else None,
             "before_digest": before[1] if before else None,

@@ -33,7 +33,7 @@ class LifecycleOperations(ServiceBase):
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "write", scope)
         now = self._now()
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             stored = self._existing(tx, actor, scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)
@@ -60,7 +60,7 @@ class LifecycleOperations(ServiceBase):
     def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "admin", scope)
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             stored = self._existing(tx, actor, scope, key)
             erased = self._erase(tx, actor, stored, "delete", p.reason)
             tx.compact_search_index()
@@ -99,7 +99,7 @@ class LifecycleOperations(ServiceBase):
     ) -> PurgeResult:
         ids: list[str] = []
         while True:
-            with self.store.transaction(write=True) as tx:
+            with self.store.transaction(write=True, actor=actor.principal) as tx:
                 rows = batch(tx)
                 for stored in rows:
                     self._erase(tx, actor, stored, action, reason)

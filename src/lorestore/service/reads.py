@@ -11,7 +11,7 @@ from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
-from lorestore.core.search import decode_cursor, encode_cursor, fts_expression
+from lorestore.core.search import decode_cursor, encode_cursor, query_terms
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.models import (
     Address,
@@ -39,7 +39,7 @@ class ReadOperations(ServiceBase):
         self._authorise(actor, "read", scope)
         as_of = normalise_ts(p.as_of, field="as_of")
         valid_at = normalise_ts(p.valid_at, field="valid_at")
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             stored = tx.lesson_at(actor.owner, scope, key)
             if stored is None or not is_served(stored.lesson, self._now()):
                 raise not_found(scope, key)
@@ -70,7 +70,7 @@ class ReadOperations(ServiceBase):
     def memory_history(self, actor: Actor, p: Address) -> HistoryResult:
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "read", scope)
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             stored = tx.lesson_at(actor.owner, scope, key)
             if stored is None or (stored.lesson.trust == "rejected" and not actor.can("review")):
                 raise not_found(scope, key)
@@ -93,7 +93,7 @@ class ReadOperations(ServiceBase):
         if p.cursor:
             at, pk = decode_cursor(p.cursor, (str, int))
             after = (str(at), int(str(pk)))
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             rows = tx.list_lessons(
                 actor.owner, scope, tags=tags, now=self._now(), after=after, limit=limit + 1
             )
@@ -114,16 +114,16 @@ class ReadOperations(ServiceBase):
         self._authorise(actor, "read", *scopes)
         tags = validate_tags(p.tags)
         limit = bounded("limit", p.limit, 1, 100)
-        match = fts_expression(p.query)
-        with self.store.transaction(write=False) as tx:
-            hits = tx.search(actor.owner, scopes, match, tags=tags, now=self._now(), limit=limit)
+        terms = query_terms(p.query)
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            hits = tx.search(actor.owner, scopes, terms, tags=tags, now=self._now(), limit=limit)
         return SearchResult(
             hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
         )
 
     def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
         self._require(actor, "read")
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             counts = tx.scope_counts(actor.owner, self._now())
         if actor.scopes is not None:
             counts = [c for c in counts if scope_allowed(actor.scopes, parse_scope(c.scope))]
@@ -154,7 +154,7 @@ class ReadOperations(ServiceBase):
             after_id=after_id,
             limit=limit + 1,
         )
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             events = tx.audit_events(query)
         page = events[:limit]
         cursor = encode_cursor(page[-1].id) if len(events) > limit else None

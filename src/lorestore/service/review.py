@@ -53,7 +53,7 @@ class ReviewOperations(ServiceBase):
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "review", scope)
         now = self._now()
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             stored = self._existing(tx, actor, scope, key)
             review = Review(by=actor.principal, at=now, note=p.note)
             if p.revision:
@@ -132,7 +132,7 @@ class ReviewOperations(ServiceBase):
                 "invalid_argument", "--undo applies to a rejected lesson, not to a revision"
             )
         now = self._now()
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             stored = self._existing(tx, actor, scope, key)
             review = Review(by=actor.principal, at=now, note=reason)
             if p.undo:
@@ -269,7 +269,7 @@ class ReviewOperations(ServiceBase):
         self._authorise(actor, "write", scope)
         reason = _required_reason(p.reason, "a dispute")
         now = self._now()
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             stored = self._existing(tx, actor, scope, key)
             lesson = stored.lesson
             if not is_served(lesson, now):
@@ -295,7 +295,7 @@ class ReviewOperations(ServiceBase):
         scope = parse_scope(p.scope).text if p.scope else None
         self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 200)
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             rows = tx.review_queue(actor.owner, scope, now=self._now(), limit=limit)
             items = []
             for reason, stored in rows:

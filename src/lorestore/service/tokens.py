@@ -94,19 +94,19 @@ class TokenOperations(ServiceBase):
             created_by=actor.principal,
             expires_at=expires_at,
         )
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             tx.insert_token(record, hash_token(secret))
         return TokenCreateResult(token=secret, info=_info(record))
 
     def token_list(self, actor: Actor, p: NoParams) -> TokenListResult:
         self._authorise(actor, "admin")
-        with self.store.transaction(write=False) as tx:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
             tokens = tx.list_tokens(actor.principal)
         return TokenListResult(tokens=[_info(t) for t in tokens])
 
     def token_revoke(self, actor: Actor, p: TokenRevokeParams) -> TokenInfo:
         self._authorise(actor, "admin")
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             if not tx.revoke_token(actor.principal, p.id, self._now()):
                 raise LorestoreError(
                     "not_found",
@@ -121,6 +121,7 @@ class TokenOperations(ServiceBase):
         if not looks_like_token(token):
             raise _unauthenticated("that is not a lorestore token")
         now = self.clock()
+        # No actor yet: the lookup by the secret's hash is the one query that runs without.
         with self.store.transaction(write=False) as tx:
             record = tx.token_by_hash(hash_token(token))
         if record is None:
@@ -131,7 +132,7 @@ class TokenOperations(ServiceBase):
             raise _unauthenticated(f"this token expired at {record.expires_at}")
         stale = format_ts(now - TOUCH_INTERVAL)
         if record.last_used_at is None or record.last_used_at < stale:
-            with self.store.transaction(write=True) as tx:
+            with self.store.transaction(write=True, actor=record.principal) as tx:
                 tx.touch_token(record.id, format_ts(now))
         return Actor(
             principal=record.principal,

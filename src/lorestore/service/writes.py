@@ -63,7 +63,7 @@ class WriteOperations(ServiceBase):
         now_dt = self.clock()
         now = format_ts(now_dt)
         expires_at = format_ts(now_dt + timedelta(days=ttl)) if ttl else None
-        with self.store.transaction(write=True) as tx:
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
             check_tombstone(tx, actor, scope, digest)
             stored = tx.lesson_at(actor.owner, scope.text, key)
             self._check_if_version(p.if_version, stored)

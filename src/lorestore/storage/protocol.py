@@ -144,19 +144,22 @@ class Transaction(Protocol):
         self,
         owner: str,
         scopes: Sequence[str],
-        match: str,
+        terms: Sequence[str],
         *,
         tags: Sequence[str],
         now: str,
         limit: int,
     ) -> list[SearchHit]:
-        """Active, unexpired lessons matching a full-text expression, best first."""
+        """Served lessons matching any of the words, most relevant first."""
 
     def scope_counts(self, owner: str, now: str) -> list[ScopeCount]: ...
 
     def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]: ...
 
     def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]: ...
+
+    def purge_recall_log(self, owner: str, cutoff: str) -> int:
+        """Erase an owner's recall-log entries recorded before ``cutoff``; returns how many."""
 
     def last_audit_hash(self, owner: str) -> str | None: ...
 
@@ -184,7 +187,11 @@ class Transaction(Protocol):
 class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
 
-    def transaction(self, *, write: bool) -> AbstractContextManager[Transaction]: ...
+    def transaction(
+        self, *, write: bool, actor: str | None = None
+    ) -> AbstractContextManager[Transaction]:
+        """One transaction on behalf of ``actor`` (a principal id). On PostgreSQL every
+        row-level policy reads it; without one, no tenant row is visible or writable."""
 
     def flush_erased(self) -> None:
         """After a hard delete commits: make sure no copy of the erased content lingers in

@@ -1,12 +1,18 @@
-"""Conversion between stored rows (JSON text columns) and the domain records."""
+"""Conversion between stored rows and the domain records.
+
+Both backends go through here. SQLite hands back JSON as text and times as canonical text;
+PostgreSQL hands back decoded JSON, ``datetime`` and ``UUID``; each helper accepts both, so
+the records (and every surface's output) are identical whichever backend served them.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
-from lorestore.core.records import AuditEvent, Lesson, LessonVersion
+from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
 from lorestore.storage.protocol import TokenRecord
 
 
@@ -18,16 +24,26 @@ class RowLike(Protocol):
     def keys(self) -> Any: ...
 
 
-_EMPTY_OBJECT = "{}"
-_EMPTY_LIST = "[]"
-
-
-def _loads(text: str | None, empty: str) -> Any:
-    if text is None:
+def _json(value: Any, empty: Any) -> Any:
+    if value is None:
         return None
-    if text == empty:
-        return {} if empty == _EMPTY_OBJECT else []
-    return json.loads(text)
+    if not isinstance(value, str):
+        return value
+    if value in ("{}", "[]"):
+        return type(empty)()
+    return json.loads(value)
+
+
+def ts_text(value: Any) -> str | None:
+    """A stored time as canonical text (SQLite stores it so; PostgreSQL returns datetime)."""
+    if value is None or isinstance(value, str):
+        return value
+    assert isinstance(value, datetime)
+    return format_ts(value)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def dumps(value: Any) -> str:
@@ -47,28 +63,28 @@ def owner_dict(text: str) -> dict[str, str]:
 def lesson_from_row(row: RowLike) -> Lesson:
     return Lesson.model_validate(
         {
-            "id": row["id"],
+            "id": str(row["id"]),
             "scope": row["scope"],
             "key": row["key"],
             "value": row["value"],
-            "tags": _loads(row["tags"], _EMPTY_LIST),
+            "tags": _json(row["tags"], []),
             "kind": row["kind"],
             "owner": owner_dict(row["owner"]),
             "trust": row["trust"],
             "status": row["status"],
             "version": row["version"],
             "seen_count": row["seen_count"],
-            "valid_from": row["valid_from"],
-            "valid_to": row["valid_to"],
-            "recorded_at": row["recorded_at"],
-            "created_at": row["created_at"],
-            "updated_at": row["updated_at"],
-            "archived_at": row["archived_at"],
-            "expires_at": row["expires_at"],
-            "source": _loads(row["source"], _EMPTY_OBJECT),
-            "depends_on": _loads(row["depends_on"], _EMPTY_LIST),
-            "review": _loads(row["review"], _EMPTY_OBJECT),
-            "ext": _loads(row["ext"], _EMPTY_OBJECT),
+            "valid_from": ts_text(row["valid_from"]),
+            "valid_to": ts_text(row["valid_to"]),
+            "recorded_at": ts_text(row["recorded_at"]),
+            "created_at": ts_text(row["created_at"]),
+            "updated_at": ts_text(row["updated_at"]),
+            "archived_at": ts_text(row["archived_at"]),
+            "expires_at": ts_text(row["expires_at"]),
+            "source": _json(row["source"], {}),
+            "depends_on": _json(row["depends_on"], []),
+            "review": _json(row["review"], {}),
+            "ext": _json(row["ext"], {}),
             "pending_revision": row["pending_version"] is not None,
         }
     )
@@ -111,13 +127,13 @@ def version_from_row(row: RowLike, lesson_id: str) -> LessonVersion:
             "state": row["state"],
             "value": row["value"],
             "value_digest": row["value_digest"],
-            "tags": _loads(row["tags"], _EMPTY_LIST),
-            "valid_from": row["valid_from"],
-            "valid_to": row["valid_to"],
-            "recorded_at": row["recorded_at"],
-            "accepted_at": row["accepted_at"],
+            "tags": _json(row["tags"], []),
+            "valid_from": ts_text(row["valid_from"]),
+            "valid_to": ts_text(row["valid_to"]),
+            "recorded_at": ts_text(row["recorded_at"]),
+            "accepted_at": ts_text(row["accepted_at"]),
             "actor": row["actor"],
-            "source": _loads(row["source"], _EMPTY_OBJECT),
+            "source": _json(row["source"], {}),
         }
     )
 
@@ -139,27 +155,35 @@ def version_params(pk: int, version: LessonVersion) -> dict[str, Any]:
     }
 
 
-def audit_from_row(row: RowLike) -> AuditEvent:
+def audit_dict(row: RowLike) -> dict[str, Any]:
+    """An audit row as stored, with times and ids in canonical text (for hash checks)."""
     # sqlite3.Row iterates values, not names, hence keys().
     data = {name: row[name] for name in row.keys()}  # noqa: SIM118
+    data["at"] = ts_text(data["at"])
+    data["lesson_id"] = _text(data["lesson_id"])
+    data["detail"] = _json(data["detail"], {})
+    return data
+
+
+def audit_from_row(row: RowLike) -> AuditEvent:
+    data = audit_dict(row)
     data.pop("prev_hash", None)
-    data["detail"] = _loads(data["detail"], _EMPTY_OBJECT)
     return AuditEvent.model_validate(data)
 
 
 def token_from_row(row: RowLike) -> TokenRecord:
-    scopes, orgs = row["scopes"], row["orgs"]
+    scopes, orgs = _json(row["scopes"], []), _json(row["orgs"], [])
     return TokenRecord(
-        id=row["id"],
+        id=str(row["id"]),
         principal=row["principal"],
         name=row["name"],
         prefix=row["prefix"],
         permission=row["permission"],
-        scopes=None if scopes is None else tuple(json.loads(scopes)),
-        orgs=None if orgs is None else tuple(json.loads(orgs)),
-        created_at=row["created_at"],
+        scopes=None if scopes is None else tuple(scopes),
+        orgs=None if orgs is None else tuple(orgs),
+        created_at=ts_text(row["created_at"]) or "",
         created_by=row["created_by"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-        last_used_at=row["last_used_at"],
+        expires_at=ts_text(row["expires_at"]),
+        revoked_at=ts_text(row["revoked_at"]),
+        last_used_at=ts_text(row["last_used_at"]),
     )

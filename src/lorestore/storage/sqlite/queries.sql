@@ -165,6 +165,10 @@ SELECT * FROM lessons
 WHERE owner = :owner AND expires_at IS NOT NULL AND expires_at <= :now
 ORDER BY expires_at LIMIT :limit;
 
+-- name: purge_recall_log
+-- Recall-log retention: erase an owner's entries recorded before the cutoff.
+DELETE FROM recall_log WHERE owner = :owner AND at < :cutoff;
+
 -- name: last_audit_hash
 -- The head of an owner's audit hash chain.
 SELECT hash FROM audit_log WHERE owner = :owner ORDER BY id DESC LIMIT 1;

@@ -17,6 +17,7 @@ from typing import Any
 
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
+from lorestore.core.search import fts5_expression
 from lorestore.storage import migrations
 from lorestore.storage.protocol import (
     AuditFilter,
@@ -28,6 +29,7 @@ from lorestore.storage.protocol import (
 )
 from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import (
+    audit_dict,
     audit_from_row,
     dumps,
     lesson_from_row,
@@ -219,7 +221,7 @@ class SQLiteTransaction:
         self,
         owner: str,
         scopes: Sequence[str],
-        match: str,
+        terms: Sequence[str],
         *,
         tags: Sequence[str],
         now: str,
@@ -228,7 +230,7 @@ class SQLiteTransaction:
         params = {
             "owner": owner,
             "scopes": dumps(list(scopes)),
-            "match": match,
+            "match": fts5_expression(list(terms)),
             "now": now,
             "limit": limit,
             "tags": dumps(list(tags)),
@@ -253,6 +255,10 @@ class SQLiteTransaction:
     def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]:
         rows = self._all("expired_before", {"owner": owner, "now": now, "limit": limit})
         return [_stored(r) for r in rows]
+
+    def purge_recall_log(self, owner: str, cutoff: str) -> int:
+        cur = self._conn.execute(Q["purge_recall_log"], {"owner": owner, "cutoff": cutoff})
+        return cur.rowcount
 
     def last_audit_hash(self, owner: str) -> str | None:
         row = self._one("last_audit_hash", {"owner": owner})
@@ -279,7 +285,7 @@ class SQLiteTransaction:
 
     def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
         for row in self._conn.execute(Q["audit_chain"], {"owner": owner}):
-            yield dict(row)
+            yield audit_dict(row)
 
     def insert_token(self, token: TokenRecord, token_hash: str) -> None:
         params = {
@@ -379,7 +385,8 @@ class SQLiteStore:
             ) from exc
 
     @contextmanager
-    def transaction(self, *, write: bool) -> Iterator[SQLiteTransaction]:
+    def transaction(self, *, write: bool, actor: str | None = None) -> Iterator[SQLiteTransaction]:
+        # One local user: the service's owner filters are the tenancy boundary here.
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:

@@ -1,0 +1,36 @@
+"""Maps PostgreSQL errors that carry a meaning for the caller to lorestore's error codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from lorestore.core.errors import LorestoreError
+
+CAP_EXCEEDED = "LS001"
+
+
+@contextmanager
+def translate() -> Iterator[None]:
+    """Re-raise database refusals (caps, row-level security) as LorestoreError."""
+    try:
+        yield
+    except pg_errors.InsufficientPrivilege as exc:
+        raise LorestoreError(
+            "forbidden",
+            "the database refused this change for this actor (row-level security)",
+            hint="you may read this tenant's lessons but not write them",
+        ) from exc
+    except psycopg.Error as exc:
+        if exc.sqlstate == CAP_EXCEEDED:
+            message = exc.diag.message_primary or "cap exceeded"
+            raise LorestoreError(
+                "cap_exceeded",
+                message.removeprefix("cap_exceeded: "),
+                hint="archive or delete lessons you no longer need, or ask an admin to raise "
+                "the limit",
+            ) from exc
+        raise

@@ -1,0 +1,248 @@
+-- name: lesson_at
+-- The lesson at an address, archived or not.
+SELECT * FROM lessons WHERE owner = %(owner)s AND scope = %(scope)s AND key = %(key)s;
+
+-- name: lesson_by_id
+-- A lesson by its stable id.
+SELECT * FROM lessons WHERE owner = %(owner)s AND id = %(id)s::uuid;
+
+-- name: insert_lesson
+-- Create the served row of a new address.
+INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version)
+VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s,
+    %(tags)s::jsonb, %(kind)s, %(trust)s, %(status)s, %(version)s, %(seen_count)s,
+    %(valid_from)s::timestamptz, %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz,
+    %(created_at)s::timestamptz, %(updated_at)s::timestamptz, %(archived_at)s::timestamptz,
+    %(expires_at)s::timestamptz, %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb,
+    %(ext)s::jsonb, %(pending_version)s)
+RETURNING pk;
+
+-- name: save_lesson
+-- Overwrite the served row of an address; its versions live in lesson_versions.
+UPDATE lessons SET value = %(value)s, value_digest = %(value_digest)s, tags = %(tags)s::jsonb,
+    kind = %(kind)s, trust = %(trust)s, status = %(status)s, version = %(version)s,
+    seen_count = %(seen_count)s, valid_from = %(valid_from)s::timestamptz,
+    valid_to = %(valid_to)s::timestamptz, recorded_at = %(recorded_at)s::timestamptz,
+    updated_at = %(updated_at)s::timestamptz, archived_at = %(archived_at)s::timestamptz,
+    expires_at = %(expires_at)s::timestamptz, source = %(source)s::jsonb,
+    depends_on = %(depends_on)s::jsonb, review = %(review)s::jsonb, ext = %(ext)s::jsonb,
+    pending_version = %(pending_version)s
+WHERE pk = %(pk)s;
+
+-- name: delete_lesson
+-- Hard delete: the row, and by cascade every version and session of it.
+DELETE FROM lessons WHERE pk = %(pk)s;
+
+-- name: insert_version
+-- Record one immutable version of a lesson (its owner copied from the lesson, for RLS).
+INSERT INTO lesson_versions (owner, lesson_pk, version, state, value, value_digest, tags,
+    valid_from, valid_to, recorded_at, accepted_at, actor, source)
+VALUES ((SELECT owner FROM lessons WHERE pk = %(lesson_pk)s), %(lesson_pk)s, %(version)s,
+    %(state)s, %(value)s, %(value_digest)s, %(tags)s::jsonb, %(valid_from)s::timestamptz,
+    %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz, %(accepted_at)s::timestamptz,
+    %(actor)s, %(source)s::jsonb);
+
+-- name: versions
+-- Every version of a lesson, oldest first.
+SELECT * FROM lesson_versions WHERE lesson_pk = %(pk)s ORDER BY version;
+
+-- name: version
+-- One version of a lesson by number.
+SELECT * FROM lesson_versions WHERE lesson_pk = %(pk)s AND version = %(number)s;
+
+-- name: max_version
+-- The highest version number a lesson has used, proposals included.
+SELECT max(version) AS n FROM lesson_versions WHERE lesson_pk = %(pk)s;
+
+-- name: set_version_state
+-- Move a version's review state; the immutability trigger guards its content.
+UPDATE lesson_versions
+SET state = %(state)s, accepted_at = coalesce(%(accepted_at)s::timestamptz, accepted_at)
+WHERE lesson_pk = %(pk)s AND version = %(number)s;
+
+-- name: version_at
+-- The newest accepted version served at record time as_of that holds at world time valid_at.
+SELECT * FROM lesson_versions
+WHERE lesson_pk = %(pk)s AND state = 'accepted'
+  AND (%(as_of)s::timestamptz IS NULL OR coalesce(accepted_at, recorded_at) <= %(as_of)s::timestamptz)
+  AND (%(valid_at)s::timestamptz IS NULL
+       OR ((valid_from IS NULL OR valid_from <= %(valid_at)s::timestamptz)
+           AND (valid_to IS NULL OR %(valid_at)s::timestamptz < valid_to)))
+ORDER BY coalesce(accepted_at, recorded_at) DESC, version DESC LIMIT 1;
+
+-- name: add_session
+-- Remember that a session wrote this value; ignored when it already did.
+INSERT INTO lesson_sessions (owner, lesson_pk, value_digest, session, first_seen)
+VALUES ((SELECT owner FROM lessons WHERE pk = %(pk)s), %(pk)s, %(value_digest)s, %(session)s,
+    %(at)s::timestamptz)
+ON CONFLICT DO NOTHING;
+
+-- name: compact_search_index
+-- GIN entries of deleted rows go with the row; nothing to rewrite (kept for the protocol).
+SELECT 1;
+
+-- name: find_tombstone
+-- A live tombstone for this value at any of the given scopes.
+SELECT * FROM tombstones
+WHERE owner = %(owner)s AND value_digest = %(value_digest)s AND lifted_at IS NULL
+  AND scope = ANY (%(scopes)s)
+ORDER BY created_at LIMIT 1;
+
+-- name: insert_tombstone
+-- Record a rejected value for a scope.
+INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id)
+VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(value_digest)s, %(reason)s, %(actor)s,
+    %(created_at)s::timestamptz, %(lesson_id)s::uuid);
+
+-- name: lift_tombstones
+-- Lift the live tombstones of a value at one scope.
+UPDATE tombstones
+SET lifted_at = %(at)s::timestamptz, lifted_by = %(lifted_by)s, lift_reason = %(reason)s
+WHERE owner = %(owner)s AND scope = %(scope)s AND value_digest = %(value_digest)s
+  AND lifted_at IS NULL;
+
+-- name: lessons_with_digest
+-- Active lessons of an owner serving a value with this digest, in any scope.
+SELECT * FROM lessons
+WHERE owner = %(owner)s AND value_digest = %(value_digest)s AND status = 'active';
+
+-- name: review_queue
+-- What awaits a person, most urgent first (see the SQLite twin for the reasons).
+SELECT * FROM (
+    SELECT l.*, CASE
+        WHEN l.trust = 'disputed' THEN 'disputed'
+        WHEN l.pending_version IS NOT NULL THEN 'revision'
+        WHEN l.trust = 'corroborated' THEN 'corroborated'
+        WHEN l.trust = 'candidate' AND l.seen_count >= 2 THEN 'recurring'
+        WHEN l.trust IN ('candidate', 'corroborated')
+             AND l.source->>'author_association' IS NOT NULL
+             AND upper(l.source->>'author_association') NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR')
+             THEN 'outside_author'
+    END AS queue_reason
+    FROM lessons AS l
+    WHERE l.owner = %(owner)s AND l.status = 'active' AND l.trust <> 'rejected'
+      AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
+      AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+) AS q
+WHERE queue_reason IS NOT NULL
+ORDER BY CASE queue_reason WHEN 'disputed' THEN 0 WHEN 'revision' THEN 1
+         WHEN 'corroborated' THEN 2 WHEN 'recurring' THEN 3 ELSE 4 END,
+         updated_at DESC, pk DESC
+LIMIT %(limit)s;
+
+-- name: list_lessons
+-- Served lessons of a scope, newest first, after a keyset cursor.
+SELECT * FROM lessons
+WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
+  AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (updated_at, pk) < (%(after_at)s::timestamptz, %(after_pk)s::bigint))
+  AND tags @> %(tags)s::jsonb
+ORDER BY updated_at DESC, pk DESC
+LIMIT %(limit)s;
+
+-- name: search
+-- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first.
+SELECT hit.*, ts_headline('english', hit.value, to_tsquery('english', %(match)s),
+           'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
+FROM (
+    SELECT l.*, ts_rank_cd(l.search, to_tsquery('english', %(match)s)) AS score
+    FROM lessons AS l
+    WHERE l.search @@ to_tsquery('english', %(match)s)
+      AND l.owner = %(owner)s AND l.status = 'active' AND l.trust <> 'rejected'
+      AND l.scope = ANY (%(scopes)s)
+      AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+      AND l.tags @> %(tags)s::jsonb
+    ORDER BY score DESC, l.pk DESC
+    LIMIT %(limit)s
+) AS hit
+ORDER BY hit.score DESC, hit.pk DESC;
+
+-- name: scope_counts
+-- Inventory: lessons per scope by state.
+SELECT scope,
+       count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)) AS active,
+       count(*) FILTER (WHERE status = 'archived') AS archived,
+       count(*) FILTER (WHERE status = 'active' AND expires_at <= %(now)s::timestamptz) AS expired,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected
+FROM lessons WHERE owner = %(owner)s GROUP BY scope ORDER BY scope;
+
+-- name: archived_before
+-- Archived lessons whose archive time is older than the retention cutoff.
+SELECT * FROM lessons
+WHERE owner = %(owner)s AND status = 'archived' AND archived_at < %(cutoff)s::timestamptz
+ORDER BY archived_at LIMIT %(limit)s;
+
+-- name: expired_before
+-- Lessons whose expiry has passed.
+SELECT * FROM lessons
+WHERE owner = %(owner)s AND expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
+ORDER BY expires_at LIMIT %(limit)s;
+
+-- name: lock_audit_chain
+-- Serialise appends to one owner's hash chain until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtextextended('lorestore.audit:' || %(owner)s, 0));
+
+-- name: last_audit_hash
+-- The head of an owner's audit hash chain.
+SELECT hash FROM audit_log WHERE owner = %(owner)s ORDER BY id DESC LIMIT 1;
+
+-- name: append_audit
+-- Append one audit event.
+INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
+    after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
+VALUES (%(owner)s, %(at)s::timestamptz, %(actor)s, %(action)s, %(scope)s, %(key)s,
+    %(lesson_id)s::uuid, %(before_version)s, %(after_version)s, %(before_digest)s,
+    %(after_digest)s, %(reason)s, %(detail)s::jsonb, %(prev_hash)s, %(hash)s)
+RETURNING id;
+
+-- name: audit_events
+-- Audit events of an owner, newest first, filtered by address and time.
+SELECT * FROM audit_log
+WHERE owner = %(owner)s
+  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(key)s::text IS NULL OR key = %(key)s::text)
+  AND (%(since)s::timestamptz IS NULL OR at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR at < %(until)s::timestamptz)
+  AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)
+ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: audit_chain
+-- Every audit event of an owner in chain order.
+SELECT * FROM audit_log WHERE owner = %(owner)s ORDER BY id;
+
+-- name: insert_token
+-- Store a new token (its hash, never the secret).
+INSERT INTO tokens (id, principal, name, token_hash, prefix, permission, scopes, orgs,
+    created_at, created_by, expires_at)
+VALUES (%(id)s::uuid, %(principal)s, %(name)s, %(token_hash)s, %(prefix)s, %(permission)s,
+    %(scopes)s::jsonb, %(orgs)s::jsonb, %(created_at)s::timestamptz, %(created_by)s,
+    %(expires_at)s::timestamptz);
+
+-- name: token_by_hash
+-- The token presented by a caller, found through the definer function by its hash.
+SELECT * FROM lorestore_token_by_hash(%(token_hash)s);
+
+-- name: list_tokens
+-- A principal's tokens, newest first.
+SELECT * FROM tokens WHERE principal = %(principal)s ORDER BY created_at DESC, id;
+
+-- name: revoke_token
+-- Revoke a principal's live token.
+UPDATE tokens SET revoked_at = %(at)s::timestamptz
+WHERE principal = %(principal)s AND id = %(id)s::uuid AND revoked_at IS NULL;
+
+-- name: touch_token
+-- Remember when a token was last used.
+UPDATE tokens SET last_used_at = %(at)s::timestamptz WHERE id = %(id)s::uuid;
+
+-- name: set_actor
+-- Bind this transaction to its actor; every policy reads it.
+SELECT set_config('lorestore.actor', %(actor)s, true);
+
+-- name: register_actor
+-- Make sure the acting user exists as a principal.
+SELECT lorestore_register_actor();

@@ -1,0 +1,364 @@
+"""PostgreSQL implementation of the Store protocol.
+
+Connects as the application role, which owns nothing and cannot bypass row-level security.
+Each transaction first binds its actor with ``set_config('lorestore.actor', ..., true)``;
+the policies read that setting, so a query that forgot its owner filter still sees only
+the actor's tenants. Writers to one address are serialised with an advisory lock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import AuditEvent, Lesson, LessonVersion
+from lorestore.core.search import tsquery_expression
+from lorestore.storage.postgres.errors import translate
+from lorestore.storage.protocol import (
+    AuditFilter,
+    ScopeCount,
+    SearchHit,
+    StoredLesson,
+    TokenRecord,
+    Tombstone,
+)
+from lorestore.storage.queries import load_queries
+from lorestore.storage.rows import (
+    audit_dict,
+    audit_from_row,
+    dumps,
+    lesson_from_row,
+    lesson_params,
+    token_from_row,
+    ts_text,
+    version_from_row,
+    version_params,
+)
+
+Q = load_queries("lorestore.storage.postgres", "queries.sql")
+Row = dict[str, Any]
+
+
+def _stored(row: Row) -> StoredLesson:
+    return StoredLesson(
+        lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"]
+    )
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+class PostgresTransaction:
+    """The Transaction primitives over one open PostgreSQL transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Row], *, write: bool) -> None:
+        self._conn = conn
+        self._write = write
+
+    def _exec(self, name: str, params: Any) -> psycopg.Cursor[Row]:
+        return self._conn.execute(Q[name], params)
+
+    def _one(self, name: str, params: Any) -> Row | None:
+        return self._exec(name, params).fetchone()
+
+    def _all(self, name: str, params: Any) -> list[Row]:
+        return self._exec(name, params).fetchall()
+
+    def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
+        if self._write:
+            # Two writers creating one address would both see it absent; the lock queues them.
+            self._conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"lorestore.address:{owner}\x1f{scope}\x1f{key}",),
+            )
+        row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
+        return _stored(row) if row else None
+
+    def lesson_by_id(self, owner: str, lesson_id: str) -> StoredLesson | None:
+        if not _is_uuid(lesson_id):
+            return None
+        row = self._one("lesson_by_id", {"owner": owner, "id": lesson_id})
+        return _stored(row) if row else None
+
+    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
+        row = self._one("insert_lesson", lesson_params(lesson, value_digest, None))
+        assert row is not None
+        return int(row["pk"])
+
+    def save_lesson(
+        self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None
+    ) -> None:
+        params = lesson_params(lesson, value_digest, pending_version)
+        params["pk"] = pk
+        self._exec("save_lesson", params)
+
+    def delete_lesson(self, pk: int) -> None:
+        self._exec("delete_lesson", {"pk": pk})
+
+    def compact_search_index(self) -> None:
+        """Nothing to do: a deleted row's GIN entries go with it (vacuum reclaims space)."""
+
+    def insert_version(self, pk: int, version: LessonVersion) -> None:
+        self._exec("insert_version", version_params(pk, version))
+
+    def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]:
+        return [version_from_row(r, lesson_id) for r in self._all("versions", {"pk": pk})]
+
+    def version(self, pk: int, lesson_id: str, number: int) -> LessonVersion | None:
+        row = self._one("version", {"pk": pk, "number": number})
+        return version_from_row(row, lesson_id) if row else None
+
+    def max_version(self, pk: int) -> int:
+        row = self._one("max_version", {"pk": pk})
+        return int(row["n"]) if row and row["n"] is not None else 0
+
+    def set_version_state(
+        self, pk: int, number: int, state: str, *, accepted_at: str | None = None
+    ) -> None:
+        params = {"pk": pk, "number": number, "state": state, "accepted_at": accepted_at}
+        self._exec("set_version_state", params)
+
+    def version_at(
+        self, pk: int, lesson_id: str, *, as_of: str | None, valid_at: str | None
+    ) -> LessonVersion | None:
+        row = self._one("version_at", {"pk": pk, "as_of": as_of, "valid_at": valid_at})
+        return version_from_row(row, lesson_id) if row else None
+
+    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
+        params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
+        return self._exec("add_session", params).rowcount == 1
+
+    def find_tombstone(
+        self, owner: str, scopes: Sequence[str], value_digest: str
+    ) -> Tombstone | None:
+        params = {"owner": owner, "value_digest": value_digest, "scopes": list(scopes)}
+        row = self._one("find_tombstone", params)
+        if row is None:
+            return None
+        return Tombstone(
+            id=str(row["id"]),
+            owner=row["owner"],
+            scope=row["scope"],
+            value_digest=row["value_digest"],
+            reason=row["reason"],
+            actor=row["actor"],
+            created_at=ts_text(row["created_at"]) or "",
+            lesson_id=None if row["lesson_id"] is None else str(row["lesson_id"]),
+        )
+
+    def insert_tombstone(self, tombstone: Tombstone) -> None:
+        self._exec(
+            "insert_tombstone",
+            {
+                "id": tombstone.id,
+                "owner": tombstone.owner,
+                "scope": tombstone.scope,
+                "value_digest": tombstone.value_digest,
+                "reason": tombstone.reason,
+                "actor": tombstone.actor,
+                "created_at": tombstone.created_at,
+                "lesson_id": tombstone.lesson_id,
+            },
+        )
+
+    def lift_tombstones(
+        self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
+    ) -> int:
+        params = {
+            "owner": owner,
+            "scope": scope,
+            "value_digest": value_digest,
+            "lifted_by": lifted_by,
+            "at": at,
+            "reason": reason,
+        }
+        return self._exec("lift_tombstones", params).rowcount
+
+    def lessons_with_digest(self, owner: str, value_digest: str) -> list[StoredLesson]:
+        rows = self._all("lessons_with_digest", {"owner": owner, "value_digest": value_digest})
+        return [_stored(r) for r in rows]
+
+    def review_queue(
+        self, owner: str, scope: str | None, *, now: str, limit: int
+    ) -> list[tuple[str, StoredLesson]]:
+        params = {"owner": owner, "scope": scope, "now": now, "limit": limit}
+        return [(r["queue_reason"], _stored(r)) for r in self._all("review_queue", params)]
+
+    def list_lessons(
+        self,
+        owner: str,
+        scope: str,
+        *,
+        tags: Sequence[str],
+        now: str,
+        after: tuple[str, int] | None,
+        limit: int,
+    ) -> list[StoredLesson]:
+        params = {
+            "owner": owner,
+            "scope": scope,
+            "now": now,
+            "limit": limit,
+            "after_at": after[0] if after else None,
+            "after_pk": after[1] if after else None,
+            "tags": dumps(list(tags)),
+        }
+        return [_stored(r) for r in self._all("list_lessons", params)]
+
+    def search(
+        self,
+        owner: str,
+        scopes: Sequence[str],
+        terms: Sequence[str],
+        *,
+        tags: Sequence[str],
+        now: str,
+        limit: int,
+    ) -> list[SearchHit]:
+        params = {
+            "owner": owner,
+            "scopes": list(scopes),
+            "match": tsquery_expression(list(terms)),
+            "now": now,
+            "limit": limit,
+            "tags": dumps(list(tags)),
+        }
+        return [
+            SearchHit(lesson_from_row(r), float(r["score"]), r["snippet"])
+            for r in self._all("search", params)
+        ]
+
+    def scope_counts(self, owner: str, now: str) -> list[ScopeCount]:
+        rows = self._all("scope_counts", {"owner": owner, "now": now})
+        return [
+            ScopeCount(r["scope"], r["active"], r["archived"], r["expired"], r["rejected"])
+            for r in rows
+        ]
+
+    def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]:
+        rows = self._all("archived_before", {"owner": owner, "cutoff": cutoff, "limit": limit})
+        return [_stored(r) for r in rows]
+
+    def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]:
+        rows = self._all("expired_before", {"owner": owner, "now": now, "limit": limit})
+        return [_stored(r) for r in rows]
+
+    def last_audit_hash(self, owner: str) -> str | None:
+        # Concurrent writers of one owner would fork the chain; the lock keeps it linear.
+        self._exec("lock_audit_chain", {"owner": owner})
+        row = self._one("last_audit_hash", {"owner": owner})
+        return row["hash"] if row else None
+
+    def append_audit(self, event: dict[str, Any]) -> int:
+        params = dict(event)
+        params["detail"] = dumps(event.get("detail") or {})
+        row = self._one("append_audit", params)
+        assert row is not None
+        return int(row["id"])
+
+    def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
+        params = {
+            "owner": query.owner,
+            "scope": query.scope,
+            "key": query.key,
+            "since": query.since,
+            "until": query.until,
+            "after_id": query.after_id,
+            "limit": query.limit,
+        }
+        return [audit_from_row(r) for r in self._all("audit_events", params)]
+
+    def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
+        for row in self._exec("audit_chain", {"owner": owner}):
+            yield audit_dict(row)
+
+    def insert_token(self, token: TokenRecord, token_hash: str) -> None:
+        params = {
+            "id": token.id,
+            "principal": token.principal,
+            "name": token.name,
+            "token_hash": token_hash,
+            "prefix": token.prefix,
+            "permission": token.permission,
+            "scopes": None if token.scopes is None else dumps(list(token.scopes)),
+            "orgs": None if token.orgs is None else dumps(list(token.orgs)),
+            "created_at": token.created_at,
+            "created_by": token.created_by,
+            "expires_at": token.expires_at,
+        }
+        self._exec("insert_token", params)
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        row = self._one("token_by_hash", {"token_hash": token_hash})
+        return token_from_row(row) if row else None
+
+    def list_tokens(self, principal: str) -> list[TokenRecord]:
+        return [token_from_row(r) for r in self._all("list_tokens", {"principal": principal})]
+
+    def revoke_token(self, principal: str, token_id: str, at: str) -> bool:
+        if not _is_uuid(token_id):
+            return False
+        params = {"principal": principal, "id": token_id, "at": at}
+        return self._exec("revoke_token", params).rowcount == 1
+
+    def touch_token(self, token_id: str, at: str) -> None:
+        self._exec("touch_token", {"id": token_id, "at": at})
+
+
+class PostgresStore:
+    """A lesson store in PostgreSQL, reached through a connection pool as the app role."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"row_factory": dict_row},
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=10)
+        except psycopg.Error as exc:
+            raise LorestoreError(
+                "config_error",
+                f"cannot connect to PostgreSQL: {exc}",
+                hint="check LORESTORE_DATABASE_URL; `lorestore db init` prints the app URL",
+            ) from exc
+        self._registered: set[str] = set()
+        self._check_schema()
+
+    def _check_schema(self) -> None:
+        from lorestore.storage.postgres.setup import check_migrations
+
+        with self._pool.connection() as conn:
+            check_migrations(conn)
+
+    @contextmanager
+    def transaction(
+        self, *, write: bool, actor: str | None = None
+    ) -> Iterator[PostgresTransaction]:
+        with self._pool.connection() as conn, translate(), conn.transaction():
+            conn.execute(Q["set_actor"], {"actor": actor or ""})
+            if write and actor and actor not in self._registered:
+                conn.execute(Q["register_actor"])
+                self._registered.add(actor)
+            yield PostgresTransaction(conn, write=write)
+
+    def flush_erased(self) -> None:
+        """Deleted tuples are removed by (auto)vacuum; nothing is kept in a side log we own."""
+
+    def close(self) -> None:
+        self._pool.close()
