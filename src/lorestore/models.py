@@ -117,6 +117,7 @@ class NoParams(Params):
 
 
 class ScopeInventory(Result):
+    owner: str = Field(description="'user:<id>' or 'org:<slug>'")
     scope: str
     active: int
     archived: int
@@ -234,3 +235,70 @@ class TokenListResult(Result):
 
 class TokenRevokeParams(Params):
     id: str = Field(description="the token's id (from token list)")
+
+
+OrgRole = Literal["owner", "admin", "member", "viewer"]
+
+
+class OrgCreateParams(Params):
+    slug: str = Field(description="the org's id: lower-case letters, digits, '.', '_', '-'")
+    name: str | None = Field(None, description="display name (default: the slug)")
+
+
+class OrgInfo(Result):
+    org: str = Field(description="'org:<slug>'")
+    role: str = Field(description="your role in it")
+
+
+class OrgListResult(Result):
+    orgs: list[OrgInfo]
+
+
+class OrgParams(Params):
+    org: str = Field(description="the org's slug")
+
+
+class MemberInfo(Result):
+    member: str
+    role: str
+    since: str
+
+
+class OrgMembersResult(Result):
+    org: str
+    members: list[MemberInfo]
+
+
+class OrgInviteParams(Params):
+    org: str = Field(description="the org's slug")
+    user: str = Field(description="who may accept: a user name")
+    role: OrgRole = Field("member", description="owner, admin, member or viewer (reads only)")
+    expires_days: int = Field(7, description="the code stops working after this many days")
+
+
+class OrgInviteResult(Result):
+    code: str = Field(description="the one-time code, shown once; give it to the invitee")
+    org: str
+    invitee: str
+    role: str
+    expires_at: str
+
+
+class OrgAcceptParams(Params):
+    code: str = Field(description="the invite code you were given")
+
+
+class OrgMemberParams(Params):
+    org: str = Field(description="the org's slug")
+    user: str = Field(description="the member's user name")
+
+
+class OrgBindParams(Params):
+    org: str = Field(description="the org's slug")
+    pattern: str = Field(description="a scope or pattern, e.g. repo::acme/* or project::billing")
+
+
+class OrgBindingResult(Result):
+    org: str
+    pattern: str
+    bound: bool

@@ -27,6 +27,17 @@ from lorestore.models import (
     ListParams,
     ListResult,
     NoParams,
+    OrgAcceptParams,
+    OrgBindingResult,
+    OrgBindParams,
+    OrgCreateParams,
+    OrgInfo,
+    OrgInviteParams,
+    OrgInviteResult,
+    OrgListResult,
+    OrgMemberParams,
+    OrgMembersResult,
+    OrgParams,
     Params,
     PurgeParams,
     PurgeResult,
@@ -50,7 +61,10 @@ from lorestore.models import (
 from lorestore.service import LessonService
 
 Surface = Literal["mcp", "rest", "cli"]
-CLI_GROUPS = {"token": "Create, list and revoke bearer tokens for the HTTP surfaces."}
+CLI_GROUPS = {
+    "token": "Create, list and revoke bearer tokens for the HTTP surfaces.",
+    "org": "Organisations: members, invites and the scopes they own.",
+}
 ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
 # Minting and revoking credentials is for people, not for the agents MCP serves.
 ADMIN_SURFACES: frozenset[Surface] = frozenset({"rest", "cli"})
@@ -217,6 +231,76 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         PurgeResult,
         mutates=True,
+    ),
+    Operation(
+        "org_create",
+        "Create an organisation; you become its owner.",
+        OrgCreateParams,
+        OrgInfo,
+        cli_args=("slug",),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_list",
+        "The orgs you belong to, with your role.",
+        NoParams,
+        OrgListResult,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_members",
+        "The members of an org you belong to.",
+        OrgParams,
+        OrgMembersResult,
+        cli_args=("org",),
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_invite",
+        "Invite a user into an org with a role; the one-time code is shown once.",
+        OrgInviteParams,
+        OrgInviteResult,
+        cli_args=("org", "user"),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_accept",
+        "Accept an invite addressed to you, with its code.",
+        OrgAcceptParams,
+        OrgInfo,
+        cli_args=("code",),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_remove",
+        "Remove a member from an org (or leave it yourself).",
+        OrgMemberParams,
+        OrgMembersResult,
+        cli_args=("org", "user"),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_bind",
+        "Route a scope (or pattern such as repo::acme/*) to an org: lessons written there "
+        "belong to the org, visible to its members only.",
+        OrgBindParams,
+        OrgBindingResult,
+        cli_args=("org", "pattern"),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "org_unbind",
+        "Remove a scope binding.",
+        OrgBindParams,
+        OrgBindingResult,
+        cli_args=("org", "pattern"),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
     ),
     Operation(
         "token_create",

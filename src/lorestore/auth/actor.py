@@ -24,6 +24,7 @@ class Actor:
     agent: str | None = None
     is_person: bool = True
     scopes: tuple[str, ...] | None = None  # a token's scope patterns; None: unrestricted
+    orgs: tuple[str, ...] | None = None  # a token's orgs ('org:slug'); None: unrestricted
     token_id: str | None = None
 
     def can(self, permission: Permission) -> bool:
@@ -38,9 +39,12 @@ class Actor:
 AGENT_PERMISSIONS: frozenset[Permission] = frozenset({"read", "write"})
 
 
-def local_actor(*, session: str | None = None, agent: str | None = None) -> Actor:
-    """The single person who owns an embedded store: every permission, no token needed."""
-    return Actor("user:local", "user:local", ALL_PERMISSIONS, session=session, agent=agent)
+def local_actor(
+    *, principal: str = "user:local", session: str | None = None, agent: str | None = None
+) -> Actor:
+    """A person at the command line of their own store: every permission, no token needed.
+    On the embedded store that is ``user:local``; on PostgreSQL, ``LORESTORE_USER``."""
+    return Actor(principal, principal, ALL_PERMISSIONS, session=session, agent=agent)
 
 
 def local_agent(*, session: str, agent: str | None = None) -> Actor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lorestore.service.base import Clock, utcnow
 from lorestore.service.lifecycle import LifecycleOperations
+from lorestore.service.orgs import OrgOperations
 from lorestore.service.reads import ReadOperations
 from lorestore.service.review import ReviewOperations
 from lorestore.service.tokens import TokenOperations
@@ -16,7 +17,12 @@ from lorestore.service.writes import WriteOperations
 
 
 class LessonService(
-    WriteOperations, ReadOperations, LifecycleOperations, ReviewOperations, TokenOperations
+    WriteOperations,
+    ReadOperations,
+    LifecycleOperations,
+    ReviewOperations,
+    TokenOperations,
+    OrgOperations,
 ):
     """Every lesson operation over one Store."""
 

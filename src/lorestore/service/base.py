@@ -37,6 +37,12 @@ def is_served(lesson: Lesson, now: str) -> bool:
     return lesson.status == "active" and lesson.trust != "rejected" and not is_expired(lesson, now)
 
 
+def owner_key(lesson: Lesson) -> str:
+    """The stored form of a lesson's owner: 'user:<id>' or 'org:<slug>'."""
+    ((kind, ident),) = lesson.owner.items()
+    return f"{kind}:{ident}"
+
+
 def owner_dict(owner: str) -> dict[str, str]:
     kind, _, ident = owner.partition(":")
     return {kind: ident}
@@ -114,8 +120,61 @@ class ServiceBase:
                 )
 
     @staticmethod
-    def _existing(tx: Transaction, actor: Actor, scope: str, key: str) -> StoredLesson:
-        stored = tx.lesson_at(actor.owner, scope, key)
+    def _owner_for(tx: Transaction, actor: Actor, scope: str, *, write: bool) -> str:
+        """The tenant that owns ``scope`` for this actor: the org a scope binding routes it
+        to (the most specific binding wins), else the actor itself. Refuses, rather than
+        falling back, when the actor may not act in that org."""
+        parsed = parse_scope(scope)
+        matches = [
+            b for b in tx.bindings_for(actor.principal) if scope_allowed((b.pattern,), parsed)
+        ]
+        if not matches:
+            if actor.orgs is not None:
+                raise LorestoreError(
+                    "forbidden",
+                    f"this token is confined to {', '.join(actor.orgs)}, and "
+                    f"{scope} is not bound to any of them",
+                    details={"scope": scope, "token_orgs": list(actor.orgs)},
+                )
+            return actor.owner
+        binding = min(matches, key=lambda b: ("*" in b.pattern, -len(b.pattern)))
+        org = binding.org
+        if binding.role is None:
+            raise LorestoreError(
+                "forbidden",
+                f"{scope} belongs to {org} ({binding.pattern}), and you are not a member",
+                hint=f"ask an admin of {org} for an invite",
+                details={"scope": scope, "org": org},
+            )
+        if write and binding.role == "viewer":
+            raise LorestoreError(
+                "forbidden",
+                f"you are a viewer in {org}: you may read {scope} but not write",
+                hint=f"ask an admin of {org} for the member role",
+                details={"scope": scope, "org": org, "role": "viewer"},
+            )
+        if actor.orgs is not None and org not in actor.orgs:
+            raise LorestoreError(
+                "forbidden",
+                f"this token is not allowed to act for {org}",
+                details={"scope": scope, "org": org, "token_orgs": list(actor.orgs)},
+            )
+        return org
+
+    @staticmethod
+    def _readable_owners(tx: Transaction, actor: Actor, *, admin: bool = False) -> list[str]:
+        """The actor and its orgs (only those it administers when ``admin``), narrowed by
+        the token's orgs."""
+        roles = ("owner", "admin") if admin else ("owner", "admin", "member", "viewer")
+        orgs = [m.org for m in tx.memberships(actor.principal) if m.role in roles]
+        owners = [actor.owner, *orgs]
+        if actor.orgs is not None:
+            owners = [o for o in owners if o in actor.orgs]
+        return owners
+
+    @staticmethod
+    def _existing(tx: Transaction, owner: str, scope: str, key: str) -> StoredLesson:
+        stored = tx.lesson_at(owner, scope, key)
         if stored is None:
             raise not_found(scope, key)
         return stored
@@ -137,7 +196,7 @@ class ServiceBase:
         ``lesson`` is None for an event about the store rather than one lesson (a sweep).
         """
         event: dict[str, Any] = {
-            "owner": actor.owner,
+            "owner": owner_key(lesson) if lesson else actor.owner,
             "at": self._now(),
             "actor": actor.principal,
             "action": action,
@@ -153,7 +212,7 @@ class ServiceBase:
         }
         if actor.session:
             event["detail"]["session"] = actor.session
-        prev = tx.last_audit_hash(actor.owner) or GENESIS
+        prev = tx.last_audit_hash(event["owner"]) or GENESIS
         event["prev_hash"] = prev
         event["hash"] = chain_hash(prev, event)
         tx.append_audit(event)

@@ -34,7 +34,8 @@ class LifecycleOperations(ServiceBase):
         self._authorise(actor, "write", scope)
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, actor, scope, key)
+            owner = self._owner_for(tx, actor, scope, write=True)
+            stored = self._existing(tx, owner, scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)
             updated = stored.lesson.model_copy(
@@ -61,7 +62,8 @@ class LifecycleOperations(ServiceBase):
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "admin", scope)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, actor, scope, key)
+            owner = self._owner_for(tx, actor, scope, write=True)
+            stored = self._existing(tx, owner, scope, key)
             erased = self._erase(tx, actor, stored, "delete", p.reason)
             tx.compact_search_index()
         self.store.flush_erased()
@@ -75,7 +77,11 @@ class LifecycleOperations(ServiceBase):
         cutoff = format_ts(self.clock() - timedelta(days=days))
         return self._sweep(
             actor,
-            lambda tx: tx.archived_before(actor.owner, cutoff, PURGE_BATCH),
+            lambda tx: [
+                row
+                for owner in self._readable_owners(tx, actor, admin=True)
+                for row in tx.archived_before(owner, cutoff, PURGE_BATCH)
+            ][:PURGE_BATCH],
             "purge",
             f"archived more than {days} days",
         )
@@ -85,7 +91,11 @@ class LifecycleOperations(ServiceBase):
         now = self._now()
         return self._sweep(
             actor,
-            lambda tx: tx.expired_before(actor.owner, now, PURGE_BATCH),
+            lambda tx: [
+                row
+                for owner in self._readable_owners(tx, actor, admin=True)
+                for row in tx.expired_before(owner, now, PURGE_BATCH)
+            ][:PURGE_BATCH],
             "purge_expired",
             "expired",
         )

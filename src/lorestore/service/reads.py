@@ -40,7 +40,8 @@ class ReadOperations(ServiceBase):
         as_of = normalise_ts(p.as_of, field="as_of")
         valid_at = normalise_ts(p.valid_at, field="valid_at")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            stored = tx.lesson_at(actor.owner, scope, key)
+            owner = self._owner_for(tx, actor, scope, write=False)
+            stored = tx.lesson_at(owner, scope, key)
             if stored is None or not is_served(stored.lesson, self._now()):
                 raise not_found(scope, key)
             lesson = stored.lesson
@@ -71,7 +72,8 @@ class ReadOperations(ServiceBase):
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "read", scope)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            stored = tx.lesson_at(actor.owner, scope, key)
+            owner = self._owner_for(tx, actor, scope, write=False)
+            stored = tx.lesson_at(owner, scope, key)
             if stored is None or (stored.lesson.trust == "rejected" and not actor.can("review")):
                 raise not_found(scope, key)
             versions = tx.versions(stored.pk, stored.lesson.id)
@@ -95,7 +97,12 @@ class ReadOperations(ServiceBase):
             after = (str(at), int(str(pk)))
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             rows = tx.list_lessons(
-                actor.owner, scope, tags=tags, now=self._now(), after=after, limit=limit + 1
+                self._owner_for(tx, actor, scope, write=False),
+                scope,
+                tags=tags,
+                now=self._now(),
+                after=after,
+                limit=limit + 1,
             )
         page = rows[:limit]
         next_cursor = None
@@ -116,7 +123,8 @@ class ReadOperations(ServiceBase):
         limit = bounded("limit", p.limit, 1, 100)
         terms = query_terms(p.query)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            hits = tx.search(actor.owner, scopes, terms, tags=tags, now=self._now(), limit=limit)
+            addresses = [(self._owner_for(tx, actor, s, write=False), s) for s in scopes]
+            hits = tx.search(addresses, terms, tags=tags, now=self._now(), limit=limit)
         return SearchResult(
             hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
         )
@@ -124,12 +132,13 @@ class ReadOperations(ServiceBase):
     def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
         self._require(actor, "read")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            counts = tx.scope_counts(actor.owner, self._now())
+            counts = tx.scope_counts(self._readable_owners(tx, actor), self._now())
         if actor.scopes is not None:
             counts = [c for c in counts if scope_allowed(actor.scopes, parse_scope(c.scope))]
         return ScopesResult(
             scopes=[
                 ScopeInventory(
+                    owner=c.owner,
                     scope=c.scope,
                     active=c.active,
                     archived=c.archived,
@@ -145,16 +154,24 @@ class ReadOperations(ServiceBase):
         self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 500)
         after_id = int(str(decode_cursor(p.cursor, (int,))[0])) if p.cursor else None
-        query = AuditFilter(
-            owner=actor.owner,
-            scope=scope,
-            key=validate_key(p.key) if p.key else None,
-            since=normalise_ts(p.since, field="since"),
-            until=normalise_ts(p.until, field="until"),
-            after_id=after_id,
-            limit=limit + 1,
-        )
+        key = validate_key(p.key) if p.key else None
+        since = normalise_ts(p.since, field="since")
+        until = normalise_ts(p.until, field="until")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
+            owners = (
+                [self._owner_for(tx, actor, scope, write=False)]
+                if scope
+                else self._readable_owners(tx, actor)
+            )
+            query = AuditFilter(
+                owners=tuple(owners),
+                scope=scope,
+                key=key,
+                since=since,
+                until=until,
+                after_id=after_id,
+                limit=limit + 1,
+            )
             events = tx.audit_events(query)
         page = events[:limit]
         cursor = encode_cursor(page[-1].id) if len(events) > limit else None

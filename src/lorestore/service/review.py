@@ -24,7 +24,7 @@ from lorestore.models import (
     ReviewQueueResult,
     VerifyParams,
 )
-from lorestore.service.base import ServiceBase, address, bounded, is_served
+from lorestore.service.base import ServiceBase, address, bounded, is_served, owner_key
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
@@ -54,7 +54,7 @@ class ReviewOperations(ServiceBase):
         self._authorise(actor, "review", scope)
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, actor, scope, key)
+            stored = self._existing(tx, self._owner_for(tx, actor, scope, write=True), scope, key)
             review = Review(by=actor.principal, at=now, note=p.note)
             if p.revision:
                 return LessonResult(lesson=self._accept_revision(tx, actor, stored, review))
@@ -133,7 +133,7 @@ class ReviewOperations(ServiceBase):
             )
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, actor, scope, key)
+            stored = self._existing(tx, self._owner_for(tx, actor, scope, write=True), scope, key)
             review = Review(by=actor.principal, at=now, note=reason)
             if p.undo:
                 updated = self._undo_reject(tx, actor, stored, review)
@@ -147,18 +147,19 @@ class ReviewOperations(ServiceBase):
         return LessonResult(lesson=updated)
 
     def _tombstone(
-        self, tx: Transaction, actor: Actor, scope: str, digest: str, review: Review, lesson_id: str
+        self, tx: Transaction, actor: Actor, lesson: Lesson, digest: str, review: Review
     ) -> None:
+        """Remember a rejected value for the lesson's owner and scope (and narrower ones)."""
         tx.insert_tombstone(
             Tombstone(
                 id=str(uuid.uuid4()),
-                owner=actor.owner,
-                scope=scope,
+                owner=owner_key(lesson),
+                scope=lesson.scope,
                 value_digest=digest,
                 reason=review.note or "",
                 actor=actor.principal,
                 created_at=review.at,
-                lesson_id=lesson_id,
+                lesson_id=lesson.id,
             )
         )
 
@@ -180,7 +181,7 @@ class ReviewOperations(ServiceBase):
         )
         tx.save_lesson(stored.pk, updated, stored.value_digest, None)
         if action == "reject":
-            self._tombstone(tx, actor, lesson.scope, stored.value_digest, review, lesson.id)
+            self._tombstone(tx, actor, lesson, stored.value_digest, review)
         version = (lesson.version, stored.value_digest)
         self._audit(
             tx,
@@ -200,7 +201,7 @@ class ReviewOperations(ServiceBase):
         """The same value already stored at this scope or a narrower one is rejected too,
         so the correction holds for copies written before it."""
         tomb_scope = stored.lesson.scope
-        for other in tx.lessons_with_digest(actor.owner, stored.value_digest):
+        for other in tx.lessons_with_digest(owner_key(stored.lesson), stored.value_digest):
             if other.pk == stored.pk or other.lesson.trust == "rejected":
                 continue
             other_scope = parse_scope(other.lesson.scope)
@@ -216,9 +217,7 @@ class ReviewOperations(ServiceBase):
     ) -> Lesson:
         proposal = self._proposal(tx, stored)
         tx.set_version_state(stored.pk, proposal.version, "rejected")
-        self._tombstone(
-            tx, actor, stored.lesson.scope, proposal.value_digest, review, stored.lesson.id
-        )
+        self._tombstone(tx, actor, stored.lesson, proposal.value_digest, review)
         updated = stored.lesson.model_copy(
             update={"pending_revision": False, "updated_at": review.at}
         )
@@ -240,7 +239,7 @@ class ReviewOperations(ServiceBase):
         lesson = stored.lesson
         trust = transition(lesson.trust, "undo_reject")
         lifted = tx.lift_tombstones(
-            actor.owner,
+            owner_key(lesson),
             lesson.scope,
             stored.value_digest,
             lifted_by=actor.principal,
@@ -270,7 +269,7 @@ class ReviewOperations(ServiceBase):
         reason = _required_reason(p.reason, "a dispute")
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, actor, scope, key)
+            stored = self._existing(tx, self._owner_for(tx, actor, scope, write=True), scope, key)
             lesson = stored.lesson
             if not is_served(lesson, now):
                 raise LorestoreError("not_found", f"no active lesson at {scope} / {key}")
@@ -296,7 +295,12 @@ class ReviewOperations(ServiceBase):
         self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 200)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            rows = tx.review_queue(actor.owner, scope, now=self._now(), limit=limit)
+            owners = (
+                [self._owner_for(tx, actor, scope, write=False)]
+                if scope
+                else self._readable_owners(tx, actor)
+            )
+            rows = tx.review_queue(owners, scope, now=self._now(), limit=limit)
             items = []
             for reason, stored in rows:
                 proposed = None

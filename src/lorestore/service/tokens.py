@@ -75,7 +75,9 @@ class TokenOperations(ServiceBase):
                     hint="omit scopes for an unrestricted token",
                 )
             scopes = tuple(dict.fromkeys(normalise_pattern(s) for s in p.scopes))
-        orgs = None if p.orgs is None else tuple(dict.fromkeys(o.strip().lower() for o in p.orgs))
+        orgs = None
+        if p.orgs is not None:
+            orgs = tuple(dict.fromkeys(o.strip().lower().removeprefix("org:") for o in p.orgs))
         now = self.clock()
         expires_at = None
         if p.expires_days is not None:
@@ -142,5 +144,6 @@ class TokenOperations(ServiceBase):
             agent=record.name,
             is_person=record.permission in ("review", "admin"),
             scopes=record.scopes,
+            orgs=None if record.orgs is None else tuple(f"org:{o}" for o in record.orgs),
             token_id=record.id,
         )

@@ -22,10 +22,10 @@ from lorestore.service.base import ServiceBase, is_expired, owner_dict, version_
 from lorestore.storage.protocol import StoredLesson, Transaction
 
 
-def check_tombstone(tx: Transaction, actor: Actor, scope: Scope, digest: str) -> None:
+def check_tombstone(tx: Transaction, owner: str, scope: Scope, digest: str) -> None:
     """Refuse a value rejected at this scope or any broader one, in any case or form."""
     scopes = [scope.text, *(s.text for s in scope.broader())]
-    tomb = tx.find_tombstone(actor.owner, scopes, digest)
+    tomb = tx.find_tombstone(owner, scopes, digest)
     if tomb is not None:
         raise LorestoreError(
             "rejected_value",
@@ -64,8 +64,9 @@ class WriteOperations(ServiceBase):
         now = format_ts(now_dt)
         expires_at = format_ts(now_dt + timedelta(days=ttl)) if ttl else None
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            check_tombstone(tx, actor, scope, digest)
-            stored = tx.lesson_at(actor.owner, scope.text, key)
+            owner = self._owner_for(tx, actor, scope.text, write=True)
+            check_tombstone(tx, owner, scope, digest)
+            stored = tx.lesson_at(owner, scope.text, key)
             self._check_if_version(p.if_version, stored)
             if stored is None:
                 lesson = Lesson(
@@ -75,7 +76,7 @@ class WriteOperations(ServiceBase):
                     value=value,
                     tags=tags or [],
                     kind=p.kind,
-                    owner=owner_dict(actor.owner),
+                    owner=owner_dict(owner),
                     version=1,
                     seen_count=1,
                     valid_from=valid_from,

@@ -46,6 +46,7 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class ScopeCount:
+    owner: str
     scope: str
     active: int
     archived: int
@@ -55,7 +56,7 @@ class ScopeCount:
 
 @dataclass(frozen=True, slots=True)
 class AuditFilter:
-    owner: str
+    owners: tuple[str, ...]
     scope: str | None = None
     key: str | None = None
     since: str | None = None
@@ -124,7 +125,7 @@ class Transaction(Protocol):
         """Active lessons of an owner whose served value has this digest, in any scope."""
 
     def review_queue(
-        self, owner: str, scope: str | None, *, now: str, limit: int
+        self, owners: Sequence[str], scope: str | None, *, now: str, limit: int
     ) -> list[tuple[str, StoredLesson]]:
         """Lessons awaiting a person's decision, with the reason, most urgent first."""
 
@@ -142,17 +143,17 @@ class Transaction(Protocol):
 
     def search(
         self,
-        owner: str,
-        scopes: Sequence[str],
+        addresses: Sequence[tuple[str, str]],
         terms: Sequence[str],
         *,
         tags: Sequence[str],
         now: str,
         limit: int,
     ) -> list[SearchHit]:
-        """Served lessons matching any of the words, most relevant first."""
+        """Served lessons in the given (owner, scope) pairs matching any of the words, most
+        relevant first."""
 
-    def scope_counts(self, owner: str, now: str) -> list[ScopeCount]: ...
+    def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]: ...
 
     def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]: ...
 
@@ -182,6 +183,34 @@ class Transaction(Protocol):
 
     def touch_token(self, token_id: str, at: str) -> None:
         """Record a use of the token."""
+
+    def bindings_for(self, principal: str) -> list[Binding]:
+        """Every scope binding, with ``principal``'s role in the bound org."""
+
+    def memberships(self, principal: str) -> list[Membership]:
+        """The orgs ``principal`` belongs to."""
+
+    def org_members(self, org: str) -> list[Membership]: ...
+
+    def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
+        """Create an org with ``owner`` as its first owner; False when the id is taken."""
+
+    def set_member(self, org: str, member: str, role: str, at: str) -> None: ...
+
+    def remove_member(self, org: str, member: str) -> bool: ...
+
+    def insert_invite(self, invite: Invite, code_hash: str) -> None: ...
+
+    def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
+        """Join the org of a live invite addressed to ``principal``; the org, or None."""
+
+    def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
+        """False when the pattern is already bound."""
+
+    def delete_binding(self, org: str, pattern: str) -> bool: ...
+
+    def set_max_active(self, owner: str, limit: int) -> None:
+        """The cap on an owner's active lessons."""
 
 
 class Store(Protocol):
@@ -216,3 +245,33 @@ class TokenRecord:
     expires_at: str | None = None
     revoked_at: str | None = None
     last_used_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A scope pattern routed to an org, with the acting principal's role there (None: not a
+    member)."""
+
+    org: str
+    pattern: str
+    role: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    org: str
+    member: str
+    role: str
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Invite:
+    id: str
+    org: str
+    invitee: str
+    role: str
+    created_by: str
+    created_at: str
+    expires_at: str
+    accepted_at: str | None = None

@@ -122,7 +122,7 @@ SELECT * FROM (
              THEN 'outside_author'
     END AS queue_reason
     FROM lessons AS l
-    WHERE l.owner = %(owner)s AND l.status = 'active' AND l.trust <> 'rejected'
+    WHERE l.owner = ANY (%(owners)s) AND l.status = 'active' AND l.trust <> 'rejected'
       AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
       AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
 ) AS q
@@ -151,8 +151,8 @@ FROM (
     SELECT l.*, ts_rank_cd(l.search, to_tsquery('english', %(match)s)) AS score
     FROM lessons AS l
     WHERE l.search @@ to_tsquery('english', %(match)s)
-      AND l.owner = %(owner)s AND l.status = 'active' AND l.trust <> 'rejected'
-      AND l.scope = ANY (%(scopes)s)
+      AND (l.owner, l.scope) IN (SELECT * FROM unnest(%(owners)s::text[], %(scopes)s::text[]))
+      AND l.status = 'active' AND l.trust <> 'rejected'
       AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
       AND l.tags @> %(tags)s::jsonb
     ORDER BY score DESC, l.pk DESC
@@ -162,13 +162,13 @@ ORDER BY hit.score DESC, hit.pk DESC;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state.
-SELECT scope,
+SELECT owner, scope,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)) AS active,
        count(*) FILTER (WHERE status = 'archived') AS archived,
        count(*) FILTER (WHERE status = 'active' AND expires_at <= %(now)s::timestamptz) AS expired,
        count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected
-FROM lessons WHERE owner = %(owner)s GROUP BY scope ORDER BY scope;
+FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope ORDER BY scope, owner;
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
@@ -202,7 +202,7 @@ RETURNING id;
 -- name: audit_events
 -- Audit events of an owner, newest first, filtered by address and time.
 SELECT * FROM audit_log
-WHERE owner = %(owner)s
+WHERE owner = ANY (%(owners)s)
   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(key)s::text IS NULL OR key = %(key)s::text)
   AND (%(since)s::timestamptz IS NULL OR at >= %(since)s::timestamptz)
@@ -246,3 +246,55 @@ SELECT set_config('lorestore.actor', %(actor)s, true);
 -- name: register_actor
 -- Make sure the acting user exists as a principal.
 SELECT lorestore_register_actor();
+
+-- name: bindings_for
+-- Every scope binding, with the principal's role in the bound org (NULL: not a member).
+SELECT b.org, b.pattern, m.role FROM scope_bindings AS b
+LEFT JOIN memberships AS m ON m.org = b.org AND m.member = %(principal)s;
+
+-- name: memberships
+-- The orgs a principal belongs to.
+SELECT * FROM memberships WHERE member = %(principal)s ORDER BY org;
+
+-- name: org_members
+-- The members of an org (visible to its members only).
+SELECT * FROM memberships WHERE org = %(org)s ORDER BY member;
+
+-- name: create_org
+-- Create an org owned by the acting user (definer function; the actor comes from the session).
+SELECT lorestore_create_org(%(slug)s, %(name)s) AS created;
+
+-- name: set_member
+-- Add a member to an org, or change their role (org admins only, by policy).
+INSERT INTO memberships (org, member, role, created_at)
+VALUES (%(org)s, %(member)s, %(role)s, %(at)s::timestamptz)
+ON CONFLICT (org, member) DO UPDATE SET role = excluded.role;
+
+-- name: remove_member
+-- Remove a member from an org (org admins only, by policy).
+DELETE FROM memberships WHERE org = %(org)s AND member = %(member)s;
+
+-- name: insert_invite
+-- Record an invite (the code's hash, never the code).
+INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at)
+VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s,
+    %(created_at)s::timestamptz, %(expires_at)s::timestamptz);
+
+-- name: accept_invite
+-- Join through a live invite addressed to the acting user (definer function).
+SELECT lorestore_accept_invite(%(code_hash)s, %(at)s::timestamptz) AS org;
+
+-- name: insert_binding
+-- Route a scope pattern to an org; nothing when the pattern is bound already.
+INSERT INTO scope_bindings (org, pattern, created_by, created_at)
+VALUES (%(org)s, %(pattern)s, %(by)s, %(at)s::timestamptz)
+ON CONFLICT DO NOTHING;
+
+-- name: delete_binding
+-- Remove a scope binding (org admins only, by policy).
+DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
+
+-- name: set_max_active
+-- Set an owner's cap on active lessons.
+INSERT INTO owner_stats (owner, max_active) VALUES (%(owner)s, %(limit)s)
+ON CONFLICT (owner) DO UPDATE SET max_active = excluded.max_active;

@@ -23,6 +23,9 @@ from lorestore.core.search import tsquery_expression
 from lorestore.storage.postgres.errors import translate
 from lorestore.storage.protocol import (
     AuditFilter,
+    Binding,
+    Invite,
+    Membership,
     ScopeCount,
     SearchHit,
     StoredLesson,
@@ -50,6 +53,10 @@ def _stored(row: Row) -> StoredLesson:
     return StoredLesson(
         lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"]
     )
+
+
+def _membership(row: Row) -> Membership:
+    return Membership(row["org"], row["member"], row["role"], ts_text(row["created_at"]) or "")
 
 
 def _is_uuid(text: str) -> bool:
@@ -191,9 +198,9 @@ class PostgresTransaction:
         return [_stored(r) for r in rows]
 
     def review_queue(
-        self, owner: str, scope: str | None, *, now: str, limit: int
+        self, owners: Sequence[str], scope: str | None, *, now: str, limit: int
     ) -> list[tuple[str, StoredLesson]]:
-        params = {"owner": owner, "scope": scope, "now": now, "limit": limit}
+        params = {"owners": list(owners), "scope": scope, "now": now, "limit": limit}
         return [(r["queue_reason"], _stored(r)) for r in self._all("review_queue", params)]
 
     def list_lessons(
@@ -219,8 +226,7 @@ class PostgresTransaction:
 
     def search(
         self,
-        owner: str,
-        scopes: Sequence[str],
+        addresses: Sequence[tuple[str, str]],
         terms: Sequence[str],
         *,
         tags: Sequence[str],
@@ -228,8 +234,8 @@ class PostgresTransaction:
         limit: int,
     ) -> list[SearchHit]:
         params = {
-            "owner": owner,
-            "scopes": list(scopes),
+            "owners": [owner for owner, _ in addresses],
+            "scopes": [scope for _, scope in addresses],
             "match": tsquery_expression(list(terms)),
             "now": now,
             "limit": limit,
@@ -240,10 +246,12 @@ class PostgresTransaction:
             for r in self._all("search", params)
         ]
 
-    def scope_counts(self, owner: str, now: str) -> list[ScopeCount]:
-        rows = self._all("scope_counts", {"owner": owner, "now": now})
+    def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
+        rows = self._all("scope_counts", {"owners": list(owners), "now": now})
         return [
-            ScopeCount(r["scope"], r["active"], r["archived"], r["expired"], r["rejected"])
+            ScopeCount(
+                r["owner"], r["scope"], r["active"], r["archived"], r["expired"], r["rejected"]
+            )
             for r in rows
         ]
 
@@ -270,7 +278,7 @@ class PostgresTransaction:
 
     def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
         params = {
-            "owner": query.owner,
+            "owners": list(query.owners),
             "scope": query.scope,
             "key": query.key,
             "since": query.since,
@@ -316,6 +324,55 @@ class PostgresTransaction:
     def touch_token(self, token_id: str, at: str) -> None:
         self._exec("touch_token", {"id": token_id, "at": at})
 
+    def bindings_for(self, principal: str) -> list[Binding]:
+        rows = self._all("bindings_for", {"principal": principal})
+        return [Binding(r["org"], r["pattern"], r["role"]) for r in rows]
+
+    def memberships(self, principal: str) -> list[Membership]:
+        return [_membership(r) for r in self._all("memberships", {"principal": principal})]
+
+    def org_members(self, org: str) -> list[Membership]:
+        return [_membership(r) for r in self._all("org_members", {"org": org})]
+
+    def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
+        # The definer function makes the acting user (the session's actor) the owner.
+        row = self._one("create_org", {"slug": org.removeprefix("org:"), "name": name})
+        return bool(row and row["created"])
+
+    def set_member(self, org: str, member: str, role: str, at: str) -> None:
+        self._exec("set_member", {"org": org, "member": member, "role": role, "at": at})
+
+    def remove_member(self, org: str, member: str) -> bool:
+        return self._exec("remove_member", {"org": org, "member": member}).rowcount == 1
+
+    def insert_invite(self, invite: Invite, code_hash: str) -> None:
+        params = {
+            "id": invite.id,
+            "org": invite.org,
+            "invitee": invite.invitee,
+            "role": invite.role,
+            "code_hash": code_hash,
+            "created_by": invite.created_by,
+            "created_at": invite.created_at,
+            "expires_at": invite.expires_at,
+        }
+        self._exec("insert_invite", params)
+
+    def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
+        # The definer function checks the invite names the session's actor.
+        row = self._one("accept_invite", {"code_hash": code_hash, "at": at})
+        return None if row is None or row["org"] is None else str(row["org"])
+
+    def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
+        params = {"org": org, "pattern": pattern, "by": by, "at": at}
+        return self._exec("insert_binding", params).rowcount == 1
+
+    def delete_binding(self, org: str, pattern: str) -> bool:
+        return self._exec("delete_binding", {"org": org, "pattern": pattern}).rowcount == 1
+
+    def set_max_active(self, owner: str, limit: int) -> None:
+        self._exec("set_max_active", {"owner": owner, "limit": limit})
+
 
 class PostgresStore:
     """A lesson store in PostgreSQL, reached through a connection pool as the app role."""
@@ -350,12 +407,14 @@ class PostgresStore:
     def transaction(
         self, *, write: bool, actor: str | None = None
     ) -> Iterator[PostgresTransaction]:
+        register = write and actor is not None and actor not in self._registered
         with self._pool.connection() as conn, translate(), conn.transaction():
             conn.execute(Q["set_actor"], {"actor": actor or ""})
-            if write and actor and actor not in self._registered:
+            if register:
                 conn.execute(Q["register_actor"])
-                self._registered.add(actor)
             yield PostgresTransaction(conn, write=write)
+        if register:
+            self._registered.add(str(actor))
 
     def flush_erased(self) -> None:
         """Deleted tuples are removed by (auto)vacuum; nothing is kept in a side log we own."""

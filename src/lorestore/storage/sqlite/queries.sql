@@ -108,7 +108,8 @@ SELECT * FROM (
                  NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR') THEN 'outside_author'
     END AS queue_reason
     FROM lessons AS l
-    WHERE l.owner = :owner AND l.status = 'active' AND l.trust != 'rejected'
+    WHERE l.owner IN (SELECT value FROM json_each(:owners))
+      AND l.status = 'active' AND l.trust != 'rejected'
       AND (:scope IS NULL OR l.scope = :scope)
       AND (l.expires_at IS NULL OR l.expires_at > :now)
 )
@@ -135,8 +136,8 @@ SELECT l.*, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
        snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
 FROM lessons_fts JOIN lessons AS l ON l.pk = lessons_fts.rowid
 WHERE lessons_fts MATCH :match
-  AND l.owner = :owner AND l.status = 'active' AND l.trust != 'rejected'
-  AND l.scope IN (SELECT value FROM json_each(:scopes))
+  AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
+  AND l.status = 'active' AND l.trust != 'rejected'
   AND (l.expires_at IS NULL OR l.expires_at > :now)
   AND (:ntags = 0 OR (SELECT count(*) FROM json_each(l.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
@@ -145,13 +146,14 @@ LIMIT :limit;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state.
-SELECT scope,
+SELECT owner, scope,
        sum(status = 'active' AND trust != 'rejected'
            AND (expires_at IS NULL OR expires_at > :now)) AS active,
        sum(status = 'archived') AS archived,
        sum(status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
        sum(status = 'active' AND trust = 'rejected') AS rejected
-FROM lessons WHERE owner = :owner GROUP BY scope ORDER BY scope;
+FROM lessons WHERE owner IN (SELECT value FROM json_each(:owners))
+GROUP BY owner, scope ORDER BY scope, owner;
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
@@ -183,7 +185,7 @@ VALUES (:owner, :at, :actor, :action, :scope, :key, :lesson_id, :before_version,
 -- name: audit_events
 -- Audit events of an owner, newest first, filtered by address and time.
 SELECT * FROM audit_log
-WHERE owner = :owner
+WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:scope IS NULL OR scope = :scope)
   AND (:key IS NULL OR key = :key)
   AND (:since IS NULL OR at >= :since)
@@ -226,3 +228,62 @@ SELECT number, name, checksum FROM schema_migrations ORDER BY number;
 -- name: record_migration
 -- Record an applied migration.
 INSERT INTO schema_migrations (number, name, checksum, applied_at) VALUES (?, ?, ?, ?);
+
+-- name: bindings_for
+-- Every scope binding, with the principal's role in the bound org (NULL: not a member).
+SELECT b.org, b.pattern, m.role FROM scope_bindings AS b
+LEFT JOIN memberships AS m ON m.org = b.org AND m.member = :principal;
+
+-- name: memberships
+-- The orgs a principal belongs to.
+SELECT * FROM memberships WHERE member = :principal ORDER BY org;
+
+-- name: org_members
+-- The members of an org.
+SELECT * FROM memberships WHERE org = :org ORDER BY member;
+
+-- name: ensure_principal
+-- Create a principal the first time it acts or is named.
+INSERT OR IGNORE INTO principals (id, kind, name, created_at) VALUES (:id, :kind, :name, :at);
+
+-- name: insert_org
+-- Create an org principal; ignored when the id is taken.
+INSERT OR IGNORE INTO principals (id, kind, name, created_at) VALUES (:id, 'org', :name, :at);
+
+-- name: set_member
+-- Add a member to an org, or change their role.
+INSERT INTO memberships (org, member, role, created_at) VALUES (:org, :member, :role, :at)
+ON CONFLICT (org, member) DO UPDATE SET role = excluded.role;
+
+-- name: remove_member
+-- Remove a member from an org.
+DELETE FROM memberships WHERE org = :org AND member = :member;
+
+-- name: insert_invite
+-- Record an invite (the code's hash, never the code).
+INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at)
+VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at);
+
+-- name: live_invite
+-- A live invite addressed to the principal with this code.
+SELECT * FROM invites
+WHERE code_hash = :code_hash AND invitee = :principal AND accepted_at IS NULL
+  AND expires_at > :at;
+
+-- name: mark_invite_accepted
+-- An invite is used once.
+UPDATE invites SET accepted_at = :at WHERE id = :id;
+
+-- name: insert_binding
+-- Route a scope pattern to an org; ignored when the pattern is bound already.
+INSERT OR IGNORE INTO scope_bindings (org, pattern, created_by, created_at)
+VALUES (:org, :pattern, :by, :at);
+
+-- name: delete_binding
+-- Remove a scope binding.
+DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern;
+
+-- name: set_max_active
+-- Set an owner's cap on active lessons.
+INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :limit)
+ON CONFLICT (owner) DO UPDATE SET max_active = excluded.max_active;

@@ -21,6 +21,9 @@ from lorestore.core.search import fts5_expression
 from lorestore.storage import migrations
 from lorestore.storage.protocol import (
     AuditFilter,
+    Binding,
+    Invite,
+    Membership,
     ScopeCount,
     SearchHit,
     StoredLesson,
@@ -51,6 +54,10 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at  TEXT NOT NULL
 )
 """
+
+
+def _membership(row: sqlite3.Row) -> Membership:
+    return Membership(row["org"], row["member"], row["role"], row["created_at"])
 
 
 def _stored(row: sqlite3.Row) -> StoredLesson:
@@ -188,11 +195,10 @@ class SQLiteTransaction:
         return [_stored(r) for r in rows]
 
     def review_queue(
-        self, owner: str, scope: str | None, *, now: str, limit: int
+        self, owners: Sequence[str], scope: str | None, *, now: str, limit: int
     ) -> list[tuple[str, StoredLesson]]:
-        rows = self._all(
-            "review_queue", {"owner": owner, "scope": scope, "now": now, "limit": limit}
-        )
+        params = {"owners": dumps(list(owners)), "scope": scope, "now": now, "limit": limit}
+        rows = self._all("review_queue", params)
         return [(r["queue_reason"], _stored(r)) for r in rows]
 
     def list_lessons(
@@ -219,8 +225,7 @@ class SQLiteTransaction:
 
     def search(
         self,
-        owner: str,
-        scopes: Sequence[str],
+        addresses: Sequence[tuple[str, str]],
         terms: Sequence[str],
         *,
         tags: Sequence[str],
@@ -228,8 +233,7 @@ class SQLiteTransaction:
         limit: int,
     ) -> list[SearchHit]:
         params = {
-            "owner": owner,
-            "scopes": dumps(list(scopes)),
+            "addresses": dumps([f"{owner}\x1f{scope}" for owner, scope in addresses]),
             "match": fts5_expression(list(terms)),
             "now": now,
             "limit": limit,
@@ -241,10 +245,12 @@ class SQLiteTransaction:
             for r in self._all("search", params)
         ]
 
-    def scope_counts(self, owner: str, now: str) -> list[ScopeCount]:
-        rows = self._all("scope_counts", {"owner": owner, "now": now})
+    def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
+        rows = self._all("scope_counts", {"owners": dumps(list(owners)), "now": now})
         return [
-            ScopeCount(r["scope"], r["active"], r["archived"], r["expired"], r["rejected"])
+            ScopeCount(
+                r["owner"], r["scope"], r["active"], r["archived"], r["expired"], r["rejected"]
+            )
             for r in rows
         ]
 
@@ -273,7 +279,7 @@ class SQLiteTransaction:
 
     def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
         params = {
-            "owner": query.owner,
+            "owners": dumps(list(query.owners)),
             "scope": query.scope,
             "key": query.key,
             "since": query.since,
@@ -317,6 +323,70 @@ class SQLiteTransaction:
     def touch_token(self, token_id: str, at: str) -> None:
         self._conn.execute(Q["touch_token"], {"id": token_id, "at": at})
 
+    def bindings_for(self, principal: str) -> list[Binding]:
+        rows = self._all("bindings_for", {"principal": principal})
+        return [Binding(r["org"], r["pattern"], r["role"]) for r in rows]
+
+    def memberships(self, principal: str) -> list[Membership]:
+        return [_membership(r) for r in self._all("memberships", {"principal": principal})]
+
+    def org_members(self, org: str) -> list[Membership]:
+        return [_membership(r) for r in self._all("org_members", {"org": org})]
+
+    def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
+        cur = self._conn.execute(Q["insert_org"], {"id": org, "name": name, "at": at})
+        if cur.rowcount != 1:
+            return False
+        self.set_member(org, owner, "owner", at)
+        return True
+
+    def set_member(self, org: str, member: str, role: str, at: str) -> None:
+        self.ensure_principal(member, at)
+        params = {"org": org, "member": member, "role": role, "at": at}
+        self._conn.execute(Q["set_member"], params)
+
+    def remove_member(self, org: str, member: str) -> bool:
+        cur = self._conn.execute(Q["remove_member"], {"org": org, "member": member})
+        return cur.rowcount == 1
+
+    def insert_invite(self, invite: Invite, code_hash: str) -> None:
+        params = {
+            "id": invite.id,
+            "org": invite.org,
+            "invitee": invite.invitee,
+            "role": invite.role,
+            "code_hash": code_hash,
+            "created_by": invite.created_by,
+            "created_at": invite.created_at,
+            "expires_at": invite.expires_at,
+        }
+        self._conn.execute(Q["insert_invite"], params)
+
+    def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
+        params = {"code_hash": code_hash, "principal": principal, "at": at}
+        row = self._one("live_invite", params)
+        if row is None:
+            return None
+        self.set_member(row["org"], principal, row["role"], at)
+        self._conn.execute(Q["mark_invite_accepted"], {"id": row["id"], "at": at})
+        return str(row["org"])
+
+    def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
+        params = {"org": org, "pattern": pattern, "by": by, "at": at}
+        return self._conn.execute(Q["insert_binding"], params).rowcount == 1
+
+    def delete_binding(self, org: str, pattern: str) -> bool:
+        params = {"org": org, "pattern": pattern}
+        return self._conn.execute(Q["delete_binding"], params).rowcount == 1
+
+    def set_max_active(self, owner: str, limit: int) -> None:
+        self._conn.execute(Q["set_max_active"], {"owner": owner, "limit": limit})
+
+    def ensure_principal(self, principal: str, at: str) -> None:
+        kind, _, name = principal.partition(":")
+        params = {"id": principal, "kind": kind, "name": name, "at": at}
+        self._conn.execute(Q["ensure_principal"], params)
+
 
 class SQLiteStore:
     """A lesson store in one SQLite file; migrates it on open."""
@@ -337,6 +407,7 @@ class SQLiteStore:
         # A hard delete must erase content from the file, not just unlink its pages.
         self._conn.execute("PRAGMA secure_delete = ON")
         self.applied = self._migrate()
+        self._registered: set[str] = set()
 
     def _migrate(self) -> list[migrations.Migration]:
         with self._lock:
@@ -386,15 +457,32 @@ class SQLiteStore:
 
     @contextmanager
     def transaction(self, *, write: bool, actor: str | None = None) -> Iterator[SQLiteTransaction]:
-        # One local user: the service's owner filters are the tenancy boundary here.
+        """One transaction. There is no row-level security in SQLite: the service's owner
+        filters are the boundary (one machine, one trust domain)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                yield SQLiteTransaction(self._conn)
+                tx = SQLiteTransaction(self._conn)
+                register = write and actor is not None and actor not in self._registered
+                if register:
+                    tx.ensure_principal(str(actor), format_ts(datetime.now(UTC)))
+                yield tx
+            except sqlite3.IntegrityError as exc:
+                self._conn.execute("ROLLBACK")
+                if "cap_exceeded" in str(exc):
+                    raise LorestoreError(
+                        "cap_exceeded",
+                        "this owner has reached its limit of active lessons",
+                        hint="archive or delete lessons you no longer need, or ask an admin "
+                        "to raise the limit",
+                    ) from exc
+                raise
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            if register:
+                self._registered.add(str(actor))
 
     def flush_erased(self) -> None:
         # Old page images of erased rows live in the WAL until a checkpoint copies the

@@ -1,0 +1,185 @@
+"""Organisations: create, list, members, invites with one-time codes, and scope bindings.
+
+Every membership change is checked here against the actor's role in the org; on
+PostgreSQL the row-level policies (and the definer functions that create orgs and accept
+invites) enforce the same rules again in the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+from datetime import timedelta
+
+from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import normalise_pattern
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import format_ts
+from lorestore.models import (
+    MemberInfo,
+    NoParams,
+    OrgAcceptParams,
+    OrgBindingResult,
+    OrgBindParams,
+    OrgCreateParams,
+    OrgInfo,
+    OrgInviteParams,
+    OrgInviteResult,
+    OrgListResult,
+    OrgMemberParams,
+    OrgMembersResult,
+    OrgParams,
+)
+from lorestore.service.base import ServiceBase, bounded
+from lorestore.storage.protocol import Invite, Transaction
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+ADMIN_ROLES = ("owner", "admin")
+
+
+def _slug(text: str, what: str) -> str:
+    slug = text.strip().lower().removeprefix("org:").removeprefix("user:")
+    if not _SLUG.match(slug):
+        raise LorestoreError(
+            "invalid_argument",
+            f"{what} {text!r} must be lower-case letters, digits, '.', '_' or '-' (max 63)",
+            hint="e.g. acme or data-platform",
+        )
+    return slug
+
+
+def _code_hash(code: str) -> str:
+    return hashlib.sha256(code.strip().encode("utf-8")).hexdigest()
+
+
+class OrgOperations(ServiceBase):
+    def _role(self, tx: Transaction, actor: Actor, org: str) -> str | None:
+        return next((m.role for m in tx.memberships(actor.principal) if m.org == org), None)
+
+    def _require_org_admin(self, tx: Transaction, actor: Actor, org: str) -> None:
+        role = self._role(tx, actor, org)
+        if role not in ADMIN_ROLES:
+            raise LorestoreError(
+                "forbidden",
+                f"managing {org} needs its owner or admin role"
+                + (f"; you are {role}" if role else "; you are not a member"),
+                details={"org": org, "role": role},
+            )
+
+    def org_create(self, actor: Actor, p: OrgCreateParams) -> OrgInfo:
+        self._authorise(actor, "admin")
+        org = f"org:{_slug(p.slug, 'the org slug')}"
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            if not tx.create_org(org, (p.name or org[4:]).strip(), actor.principal, self._now()):
+                raise LorestoreError(
+                    "conflict",
+                    f"{org} already exists",
+                    hint="pick another slug, or ask its admins for an invite",
+                )
+        return OrgInfo(org=org, role="owner")
+
+    def org_list(self, actor: Actor, p: NoParams) -> OrgListResult:
+        self._require(actor, "read")
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            members = tx.memberships(actor.principal)
+        return OrgListResult(orgs=[OrgInfo(org=m.org, role=m.role) for m in members])
+
+    def org_members(self, actor: Actor, p: OrgParams) -> OrgMembersResult:
+        self._require(actor, "read")
+        org = f"org:{_slug(p.org, 'the org')}"
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            if self._role(tx, actor, org) is None:
+                raise LorestoreError("not_found", f"you are not a member of {org}")
+            members = tx.org_members(org)
+        return OrgMembersResult(
+            org=org,
+            members=[MemberInfo(member=m.member, role=m.role, since=m.created_at) for m in members],
+        )
+
+    def org_invite(self, actor: Actor, p: OrgInviteParams) -> OrgInviteResult:
+        self._authorise(actor, "admin")
+        org = f"org:{_slug(p.org, 'the org')}"
+        invitee = f"user:{_slug(p.user, 'the user name')}"
+        days = bounded("expires_days", p.expires_days, 1, 90)
+        now = self.clock()
+        code = "inv_" + secrets.token_urlsafe(24)
+        invite = Invite(
+            id=str(uuid.uuid4()),
+            org=org,
+            invitee=invitee,
+            role=p.role,
+            created_by=actor.principal,
+            created_at=format_ts(now),
+            expires_at=format_ts(now + timedelta(days=days)),
+        )
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            self._require_org_admin(tx, actor, org)
+            if p.role == "owner" and self._role(tx, actor, org) != "owner":
+                raise LorestoreError("forbidden", "only an owner can invite another owner")
+            tx.insert_invite(invite, _code_hash(code))
+        return OrgInviteResult(
+            code=code, org=org, invitee=invitee, role=p.role, expires_at=invite.expires_at
+        )
+
+    def org_accept(self, actor: Actor, p: OrgAcceptParams) -> OrgInfo:
+        self._require(actor, "write")
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            org = tx.accept_invite(_code_hash(p.code), actor.principal, self._now())
+            if org is None:
+                raise LorestoreError(
+                    "not_found",
+                    "no live invite for you with that code",
+                    hint="an invite works once, for the user it names, until it expires",
+                )
+            role = self._role(tx, actor, org) or "member"
+        return OrgInfo(org=org, role=role)
+
+    def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:
+        self._authorise(actor, "admin")
+        org = f"org:{_slug(p.org, 'the org')}"
+        member = f"user:{_slug(p.user, 'the user name')}"
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            if member != actor.principal:
+                self._require_org_admin(tx, actor, org)
+            members = tx.org_members(org)
+            owners = [m.member for m in members if m.role == "owner"]
+            if owners == [member]:
+                raise LorestoreError(
+                    "conflict",
+                    f"{member} is the last owner of {org}",
+                    hint="make someone else an owner first",
+                )
+            if not tx.remove_member(org, member):
+                raise LorestoreError("not_found", f"{member} is not a member of {org}")
+            remaining = tx.org_members(org) if member != actor.principal else []
+        return OrgMembersResult(
+            org=org,
+            members=[
+                MemberInfo(member=m.member, role=m.role, since=m.created_at) for m in remaining
+            ],
+        )
+
+    def org_bind(self, actor: Actor, p: OrgBindParams) -> OrgBindingResult:
+        return self._binding(actor, p, bind=True)
+
+    def org_unbind(self, actor: Actor, p: OrgBindParams) -> OrgBindingResult:
+        return self._binding(actor, p, bind=False)
+
+    def _binding(self, actor: Actor, p: OrgBindParams, *, bind: bool) -> OrgBindingResult:
+        self._authorise(actor, "admin")
+        org = f"org:{_slug(p.org, 'the org')}"
+        pattern = normalise_pattern(p.pattern)
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            self._require_org_admin(tx, actor, org)
+            if bind:
+                if not tx.insert_binding(org, pattern, actor.principal, self._now()):
+                    raise LorestoreError(
+                        "conflict",
+                        f"{pattern} is already bound to an org",
+                        hint="unbind it there first",
+                    )
+            elif not tx.delete_binding(org, pattern):
+                raise LorestoreError("not_found", f"{pattern} is not bound to {org}")
+        return OrgBindingResult(org=org, pattern=pattern, bound=bind)

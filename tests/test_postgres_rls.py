@@ -1,0 +1,186 @@
+"""Row-level security proven in the database itself, as the application role: another
+tenant's rows are invisible and immutable through raw SQL, forging the actor in a function
+argument does nothing, and the schema's own guarantees (RLS forced everywhere, an app role
+that owns nothing, an audit log it can only append to) hold. Each refusal has its control."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from tests.conftest import app_connection
+from tests.pg import Template
+
+from lorestore.auth.actor import local_actor
+from lorestore.models import (
+    OrgAcceptParams,
+    OrgBindParams,
+    OrgCreateParams,
+    OrgInviteParams,
+    WriteParams,
+)
+from lorestore.service import LessonService
+from lorestore.storage.postgres import PostgresStore
+
+ALICE = local_actor(principal="user:alice", session="a")
+BOB = local_actor(principal="user:bob", session="b")
+TENANT_TABLES = {
+    "principals",
+    "memberships",
+    "lessons",
+    "lesson_versions",
+    "lesson_sessions",
+    "tombstones",
+    "audit_log",
+    "recall_log",
+    "scope_policies",
+    "owner_stats",
+    "tokens",
+    "invites",
+    "scope_bindings",
+}
+
+
+@pytest.fixture
+def pg(pg_template: Template, pg_database: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(pg_template.app_url(pg_database), max_size=2)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def seeded(pg: PostgresStore) -> PostgresStore:
+    service = LessonService(pg)
+    service.memory_write(ALICE, WriteParams(scope="repo::alice/app", key="k", value="alice secret"))
+    service.memory_write(BOB, WriteParams(scope="repo::bob/app", key="k", value="bob's own"))
+    return pg
+
+
+def _admin(pg_template: Template, pg_database: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(pg_template.admin_url(pg_database), autocommit=True)
+
+
+def test_every_tenant_table_has_rls_enabled_and_forced(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    with _admin(pg_template, pg_database) as conn:
+        rows = conn.execute(
+            "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
+            "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'"
+        ).fetchall()
+    tables = {name: (enabled, forced) for name, enabled, forced in rows}
+    assert set(tables) >= TENANT_TABLES
+    for name in TENANT_TABLES:
+        assert tables[name] == (True, True), name
+    assert set(tables) - TENANT_TABLES == {"schema_migrations"}
+
+
+def test_app_role_owns_nothing_and_cannot_bypass(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    with _admin(pg_template, pg_database) as conn:
+        role = conn.execute(
+            "SELECT rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles "
+            "WHERE rolname = 'lorestore_app'"
+        ).fetchone()
+        assert role == (False, False, False, False)
+        owned = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relowner = 'lorestore_app'::regrole"
+        ).fetchone()
+        assert owned == (0,)
+        rights = conn.execute(
+            "SELECT has_table_privilege('lorestore_app', 'audit_log', 'INSERT'), "
+            "has_table_privilege('lorestore_app', 'audit_log', 'SELECT'), "
+            "has_table_privilege('lorestore_app', 'audit_log', 'UPDATE'), "
+            "has_table_privilege('lorestore_app', 'audit_log', 'DELETE'), "
+            "has_table_privilege('lorestore_app', 'audit_log', 'TRUNCATE')"
+        ).fetchone()
+        assert rights == (True, True, False, False, False)
+
+
+def test_raw_sql_sees_only_the_actors_rows(seeded: PostgresStore) -> None:
+    with app_connection(seeded, "user:bob") as conn:
+        values = [r[0] for r in conn.execute("SELECT value FROM lessons").fetchall()]
+        assert values == ["bob's own"]  # positive control: bob sees his own lesson
+        assert conn.execute("SELECT count(*) FROM lesson_versions").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM audit_log").fetchone() == (1,)
+    with app_connection(seeded, "") as conn:  # no actor bound: nobody
+        assert conn.execute("SELECT count(*) FROM lessons").fetchone() == (0,)
+
+
+def test_raw_sql_cannot_change_another_tenant(seeded: PostgresStore) -> None:
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute("UPDATE lessons SET value = 'pwned'").rowcount == 1  # only his own
+        assert conn.execute("DELETE FROM lessons WHERE owner = 'user:alice'").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO lessons (owner, id, scope, key, value, value_digest, version, "
+                "recorded_at, created_at, updated_at) VALUES ('user:alice', gen_random_uuid(), "
+                "'global', 'planted', 'x', 'x', 1, now(), now(), now())"
+            )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE lessons SET owner = 'user:alice'")
+    with app_connection(seeded, "user:alice") as conn:
+        assert [r[0] for r in conn.execute("SELECT value FROM lessons").fetchall()] == [
+            "alice secret"
+        ]
+
+
+def test_forging_the_actor_in_an_argument_does_nothing(seeded: PostgresStore) -> None:
+    service = LessonService(seeded)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="alice2")).code
+    import hashlib
+
+    code_hash = hashlib.sha256(code.encode()).hexdigest()
+    with app_connection(seeded, "user:bob") as conn:
+        # The membership readers take no argument: bob cannot ask for alice's view.
+        with pytest.raises(psycopg.errors.UndefinedFunction):
+            conn.execute("SELECT lorestore_owners('user:alice')")
+        assert conn.execute("SELECT lorestore_owners()").fetchone() == (["user:bob"],)
+        # An invite addressed to someone else cannot be taken with its code.
+        assert conn.execute(
+            "SELECT lorestore_accept_invite(%s, now())", [code_hash]
+        ).fetchone() == (None,)
+        assert conn.execute("SELECT count(*) FROM memberships").fetchone() == (0,)
+        # Setting another actor mid-transaction is the app's power; the database still
+        # derives everything from it, so the service never does so from input.
+    assert (
+        service.org_accept(local_actor(principal="user:alice2"), OrgAcceptParams(code=code)).org
+        == "org:acme"
+    )  # positive control: the named invitee can
+
+
+def test_viewer_cannot_write_even_through_raw_sql(seeded: PostgresStore) -> None:
+    service = LessonService(seeded)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="team"))
+    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob", role="viewer")).code
+    service.org_accept(BOB, OrgAcceptParams(code=code))
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute("SELECT value FROM lessons WHERE owner = 'org:acme'").fetchall() == [
+            ("team",)
+        ]
+        assert conn.execute("UPDATE lessons SET value = 'x' WHERE owner = 'org:acme'").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO memberships (org, member, role) "
+                "VALUES ('org:acme', 'user:bob', 'owner')"
+            )
+
+
+def test_audit_log_is_append_only_even_for_the_owner(
+    seeded: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    with _admin(pg_template, pg_database) as conn:
+        count = conn.execute("SELECT count(*) FROM audit_log").fetchone()
+        assert count == (2,)
+        conn.execute("SET ROLE lorestore_owner")
+        with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+            conn.execute("DELETE FROM audit_log")
+        conn.execute("RESET ROLE")
+        assert conn.execute("SELECT count(*) FROM audit_log").fetchone() == count
