@@ -181,3 +181,40 @@ def table_rows(store: Store, table: str) -> list[str]:
     """The rows of one table as text lines, as `dump_text` shows them."""
     marker = f'INSERT INTO "{table}"' if isinstance(store, SQLiteStore) else f"{table}: "
     return [line for line in dump_text(store).splitlines() if line.startswith(marker)]
+
+
+def break_table(store: Store, table: str) -> None:
+    """Make a table unusable (renamed away), to prove what happens when a check cannot run."""
+    if isinstance(store, SQLiteStore):
+        conn = sqlite3.connect(store.path)
+        conn.execute(f'ALTER TABLE "{table}" RENAME TO "{table}_broken"')
+        conn.commit()
+        conn.close()
+        return
+    assert isinstance(store, PostgresStore)
+    admin = conninfo_to_dict(admin_url())
+    admin["dbname"] = conninfo_to_dict(store.url)["dbname"]
+    with psycopg.connect(make_conninfo(**admin), autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                sql.Identifier(table), sql.Identifier(f"{table}_broken")
+            )
+        )
+
+
+def tamper_audit(store: Store, event_id: int) -> None:
+    """What an attacker with the database's owner rights could do: switch off the append-only
+    guard and rewrite one event's reason. Only the hash chain can tell afterwards."""
+    if isinstance(store, SQLiteStore):
+        conn = sqlite3.connect(store.path)
+        conn.execute("DROP TRIGGER audit_log_no_update")
+        conn.execute("UPDATE audit_log SET reason = 'nothing to see' WHERE id = ?", (event_id,))
+        conn.commit()
+        conn.close()
+        return
+    assert isinstance(store, PostgresStore)
+    admin = conninfo_to_dict(admin_url())
+    admin["dbname"] = conninfo_to_dict(store.url)["dbname"]
+    with psycopg.connect(make_conninfo(**admin), autocommit=True) as conn:
+        conn.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only")
+        conn.execute("UPDATE audit_log SET reason = 'nothing to see' WHERE id = %s", (event_id,))

@@ -6,11 +6,11 @@ import sqlite3
 
 import psycopg
 import pytest
-from tests.conftest import app_connection, table_rows
+from tests.conftest import app_connection, table_rows, tamper_audit
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.audit import first_break
-from lorestore.models import AuditParams, ChangeParams, DeleteParams, WriteParams
+from lorestore.models import AuditParams, ChangeParams, DeleteParams, NoParams, WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
 
@@ -113,3 +113,20 @@ def test_versions_are_immutable(service: LessonService, store: Store) -> None:
         ):
             conn.execute("UPDATE lesson_versions SET value = 'rewritten'")
         assert conn.execute("SELECT value FROM lesson_versions").fetchall() == [("original",)]
+
+
+def test_audit_verify_reports_a_rewritten_event(service: LessonService, store: Store) -> None:
+    _mutate(service)
+    report = service.audit_verify(local_actor(), NoParams())
+    assert report.ok and [(c.owner, c.events, c.ok) for c in report.chains] == [
+        ("user:local", 6, True)
+    ]
+    archived = [
+        e
+        for e in service.memory_audit(local_actor(), AuditParams()).events
+        if e.action == "archive"
+    ][0]
+    tamper_audit(store, archived.id)
+    broken = service.audit_verify(local_actor(), NoParams())
+    assert not broken.ok
+    assert broken.chains[0].first_break == archived.id

@@ -4,7 +4,7 @@ revocation, each refusal beside the call that succeeds."""
 from __future__ import annotations
 
 import pytest
-from tests.conftest import Cli, dump_text
+from tests.conftest import Cli, break_table, dump_text
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
@@ -192,3 +192,28 @@ def test_cli_token_commands(cli: Cli) -> None:
     revoked = cli.ok("token", "revoke", created["info"]["id"])
     assert revoked["revoked_at"]
     assert cli("token", "revoke", "nope", "--json").error()["code"] == "not_found"
+
+
+def test_rate_limit_per_token_with_retry_after(store, clock) -> None:  # type: ignore[no-untyped-def]
+    service = LessonService(store, clock=clock, rate_limit=3)
+    busy = mint(service).token
+    other = mint(service).token
+    for _ in range(3):
+        service.authenticate(busy)
+    with pytest.raises(LorestoreError) as err:
+        service.authenticate(busy)
+    assert err.value.code == "rate_limited"
+    assert 1 <= err.value.details["retry_after"] <= 60
+    assert service.authenticate(other).principal == "user:local"  # another token's budget
+    clock.advance(minutes=1)
+    assert service.authenticate(busy).principal == "user:local"  # a new window
+
+
+def test_rate_limiter_fails_closed(store, clock) -> None:  # type: ignore[no-untyped-def]
+    service = LessonService(store, clock=clock)
+    token = mint(service).token
+    assert service.authenticate(token).principal == "user:local"  # positive control
+    break_table(store, "token_usage")
+    with pytest.raises(LorestoreError) as err:
+        service.authenticate(token)
+    assert err.value.code == "rate_limited"

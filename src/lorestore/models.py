@@ -302,3 +302,15 @@ class OrgBindingResult(Result):
     org: str
     pattern: str
     bound: bool
+
+
+class ChainReport(Result):
+    owner: str
+    events: int
+    ok: bool
+    first_break: int | None = Field(None, description="id of the first event that does not follow")
+
+
+class AuditVerifyResult(Result):
+    ok: bool
+    chains: list[ChainReport]

@@ -18,6 +18,7 @@ from lorestore.models import (
     Address,
     AuditParams,
     AuditResult,
+    AuditVerifyResult,
     ChangeParams,
     DeleteParams,
     DeleteResult,
@@ -161,6 +162,13 @@ CATALOG: tuple[Operation, ...] = (
     ),
     Operation("memory_scopes", "Inventory of scopes with lesson counts.", NoParams, ScopesResult),
     Operation("memory_audit", "The append-only audit log, newest first.", AuditParams, AuditResult),
+    Operation(
+        "audit_verify",
+        "Recompute the audit log's hash chains: any edited, removed or reordered event shows.",
+        NoParams,
+        AuditVerifyResult,
+        surfaces=ADMIN_SURFACES,
+    ),
     Operation(
         "memory_archive",
         "Archive a lesson: hidden from reads, address kept.",

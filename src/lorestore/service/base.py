@@ -74,10 +74,18 @@ def address(scope: str, key: str) -> tuple[str, str]:
 class ServiceBase:
     """The store, the clock and the helpers every group of operations uses."""
 
-    def __init__(self, store: Store, *, clock: Clock = utcnow, corroborate_at: int = 3) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock = utcnow,
+        corroborate_at: int = 3,
+        rate_limit: int | None = 600,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.corroborate_at = corroborate_at
+        self.rate_limit = rate_limit  # requests per token per minute; None: unlimited
 
     def _now(self) -> str:
         return format_ts(self.clock())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import scope_allowed
+from lorestore.core.audit import first_break
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
@@ -17,6 +18,8 @@ from lorestore.models import (
     Address,
     AuditParams,
     AuditResult,
+    AuditVerifyResult,
+    ChainReport,
     HistoryResult,
     LessonResult,
     ListParams,
@@ -148,6 +151,21 @@ class ReadOperations(ServiceBase):
                 for c in counts
             ]
         )
+
+    def audit_verify(self, actor: Actor, p: NoParams) -> AuditVerifyResult:
+        """Recompute every readable owner's audit hash chain from the first event."""
+        self._authorise(actor, "read")
+        chains = []
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            for owner in self._readable_owners(tx, actor):
+                events = list(tx.audit_chain(owner))
+                broken = first_break(events)
+                chains.append(
+                    ChainReport(
+                        owner=owner, events=len(events), ok=broken is None, first_break=broken
+                    )
+                )
+        return AuditVerifyResult(ok=all(c.ok for c in chains), chains=chains)
 
     def memory_audit(self, actor: Actor, p: AuditParams) -> AuditResult:
         scope = parse_scope(p.scope).text if p.scope else None

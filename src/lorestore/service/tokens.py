@@ -7,7 +7,7 @@ orgs that confine. Authentication fails closed: anything unexpected is ``unauthe
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import (
@@ -118,6 +118,36 @@ class TokenOperations(ServiceBase):
             tokens = {t.id: t for t in tx.list_tokens(actor.principal)}
         return _info(tokens[p.id])
 
+    def _count_request(self, record: TokenRecord, now: datetime) -> None:
+        """Record the use and enforce the per-token budget. Fails closed: when the count
+        cannot be taken, the request is refused rather than let through."""
+        window = now.replace(second=0, microsecond=0)
+        try:
+            with self.store.transaction(write=True, actor=record.principal) as tx:
+                count = (
+                    tx.count_request(record.id, record.principal, format_ts(window))
+                    if self.rate_limit
+                    else 0
+                )
+                stale = format_ts(now - TOUCH_INTERVAL)
+                if record.last_used_at is None or record.last_used_at < stale:
+                    tx.touch_token(record.id, format_ts(now))
+        except Exception as exc:  # the store's own refusals included: never fail open
+            raise LorestoreError(
+                "rate_limited",
+                "the request budget could not be checked, so the request is refused",
+                hint="retry shortly",
+                details={"retry_after": 1},
+            ) from exc
+        if self.rate_limit and count > self.rate_limit:
+            retry_after = max(1, int((window + timedelta(minutes=1) - now).total_seconds()))
+            raise LorestoreError(
+                "rate_limited",
+                f"this token made more than {self.rate_limit} requests this minute",
+                hint=f"retry after {retry_after} s",
+                details={"retry_after": retry_after, "limit": self.rate_limit},
+            )
+
     def authenticate(self, token: str, *, session: str | None = None) -> Actor:
         """The actor a presented bearer token stands for; ``unauthenticated`` otherwise."""
         if not looks_like_token(token):
@@ -132,10 +162,7 @@ class TokenOperations(ServiceBase):
             raise _unauthenticated(f"this token was revoked at {record.revoked_at}")
         if record.expires_at is not None and record.expires_at <= format_ts(now):
             raise _unauthenticated(f"this token expired at {record.expires_at}")
-        stale = format_ts(now - TOUCH_INTERVAL)
-        if record.last_used_at is None or record.last_used_at < stale:
-            with self.store.transaction(write=True, actor=record.principal) as tx:
-                tx.touch_token(record.id, format_ts(now))
+        self._count_request(record, now)
         return Actor(
             principal=record.principal,
             owner=record.principal,

@@ -212,6 +212,9 @@ class Transaction(Protocol):
     def set_max_active(self, owner: str, limit: int) -> None:
         """The cap on an owner's active lessons."""
 
+    def count_request(self, token_id: str, principal: str, window: str) -> int:
+        """Count one request in the token's window starting at ``window``; the count so far."""
+
 
 class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""

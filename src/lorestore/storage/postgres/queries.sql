@@ -298,3 +298,12 @@ DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 -- Set an owner's cap on active lessons.
 INSERT INTO owner_stats (owner, max_active) VALUES (%(owner)s, %(limit)s)
 ON CONFLICT (owner) DO UPDATE SET max_active = excluded.max_active;
+
+-- name: count_request
+-- Count one request against a token's fixed window; a new window restarts the count.
+INSERT INTO token_usage AS u (token_id, principal, window_start, requests)
+VALUES (%(token_id)s::uuid, %(principal)s, %(window)s::timestamptz, 1)
+ON CONFLICT (token_id) DO UPDATE SET
+    requests = CASE WHEN u.window_start = excluded.window_start THEN u.requests + 1 ELSE 1 END,
+    window_start = excluded.window_start
+RETURNING requests;

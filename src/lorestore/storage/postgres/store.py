@@ -373,6 +373,12 @@ class PostgresTransaction:
     def set_max_active(self, owner: str, limit: int) -> None:
         self._exec("set_max_active", {"owner": owner, "limit": limit})
 
+    def count_request(self, token_id: str, principal: str, window: str) -> int:
+        params = {"token_id": token_id, "principal": principal, "window": window}
+        row = self._one("count_request", params)
+        assert row is not None
+        return int(row["requests"])
+
 
 class PostgresStore:
     """A lesson store in PostgreSQL, reached through a connection pool as the app role."""

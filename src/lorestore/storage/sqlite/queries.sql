@@ -287,3 +287,11 @@ DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern;
 -- Set an owner's cap on active lessons.
 INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :limit)
 ON CONFLICT (owner) DO UPDATE SET max_active = excluded.max_active;
+
+-- name: count_request
+-- Count one request against a token's fixed window; a new window restarts the count.
+INSERT INTO token_usage (token_id, window_start, requests) VALUES (:token_id, :window, 1)
+ON CONFLICT (token_id) DO UPDATE SET
+    requests = CASE WHEN window_start = excluded.window_start THEN requests + 1 ELSE 1 END,
+    window_start = excluded.window_start
+RETURNING requests;

@@ -387,6 +387,11 @@ class SQLiteTransaction:
         params = {"id": principal, "kind": kind, "name": name, "at": at}
         self._conn.execute(Q["ensure_principal"], params)
 
+    def count_request(self, token_id: str, principal: str, window: str) -> int:
+        row = self._one("count_request", {"token_id": token_id, "window": window})
+        assert row is not None
+        return int(row["requests"])
+
 
 class SQLiteStore:
     """A lesson store in one SQLite file; migrates it on open."""
