@@ -121,11 +121,11 @@ def test_audit_verify_reports_a_rewritten_event(service: LessonService, store: S
     assert report.ok and [(c.owner, c.events, c.ok) for c in report.chains] == [
         ("user:local", 6, True)
     ]
-    archived = [
+    archived = next(
         e
         for e in service.memory_audit(local_actor(), AuditParams()).events
         if e.action == "archive"
-    ][0]
+    )
     tamper_audit(store, archived.id)
     broken = service.audit_verify(local_actor(), NoParams())
     assert not broken.ok
