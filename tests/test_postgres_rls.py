@@ -39,7 +39,7 @@ TENANT_TABLES = {
     "owner_stats",
     "tokens",
     "invites",
-    "scope_bindings",
+    "scope_bindings", "token_usage",
 }
 
 

@@ -307,3 +307,7 @@ ON CONFLICT (token_id) DO UPDATE SET
     requests = CASE WHEN u.window_start = excluded.window_start THEN u.requests + 1 ELSE 1 END,
     window_start = excluded.window_start
 RETURNING requests;
+
+-- name: purge_recall_log
+-- Recall-log retention: erase an owner's entries recorded before the cutoff.
+DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;

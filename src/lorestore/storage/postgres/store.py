@@ -263,6 +263,9 @@ class PostgresTransaction:
         rows = self._all("expired_before", {"owner": owner, "now": now, "limit": limit})
         return [_stored(r) for r in rows]
 
+    def purge_recall_log(self, owner: str, cutoff: str) -> int:
+        return self._exec("purge_recall_log", {"owner": owner, "cutoff": cutoff}).rowcount
+
     def last_audit_hash(self, owner: str) -> str | None:
         # Concurrent writers of one owner would fork the chain; the lock keeps it linear.
         self._exec("lock_audit_chain", {"owner": owner})

@@ -49,38 +49,51 @@ CREATE TABLE memberships (
 
 CREATE INDEX memberships_member ON memberships (member);
 
--- Owners whose rows the actor may read: itself and every org it belongs to.
+-- Owners whose rows the actor may read: itself and every org it belongs to. PL/pgSQL, not
+-- SQL, so that the plan of the membership query is cached for the session: a policy calls
+-- these once per statement (as an InitPlan), and a SECURITY DEFINER SQL function would be
+-- re-planned on every call.
 CREATE FUNCTION lorestore_owners() RETURNS text[]
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public
     AS $$
-        SELECT CASE WHEN lorestore_actor() IS NULL THEN ARRAY[]::text[] ELSE
-            array_append(
-                coalesce((SELECT array_agg(m.org) FROM memberships AS m
-                          WHERE m.member = lorestore_actor()), ARRAY[]::text[]),
-                lorestore_actor())
-        END
-    $$;
+DECLARE
+    me text := lorestore_actor();
+BEGIN
+    IF me IS NULL THEN
+        RETURN ARRAY[]::text[];
+    END IF;
+    RETURN array_append(
+        coalesce((SELECT array_agg(m.org) FROM memberships AS m WHERE m.member = me),
+                 ARRAY[]::text[]),
+        me);
+END $$;
 
 -- Owners the actor may write to: itself and the orgs where it is owner, admin or member.
 CREATE FUNCTION lorestore_writable_owners() RETURNS text[]
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public
     AS $$
-        SELECT CASE WHEN lorestore_actor() IS NULL THEN ARRAY[]::text[] ELSE
-            array_append(
-                coalesce((SELECT array_agg(m.org) FROM memberships AS m
-                          WHERE m.member = lorestore_actor()
-                            AND m.role IN ('owner', 'admin', 'member')), ARRAY[]::text[]),
-                lorestore_actor())
-        END
-    $$;
+DECLARE
+    me text := lorestore_actor();
+BEGIN
+    IF me IS NULL THEN
+        RETURN ARRAY[]::text[];
+    END IF;
+    RETURN array_append(
+        coalesce((SELECT array_agg(m.org) FROM memberships AS m
+                  WHERE m.member = me AND m.role IN ('owner', 'admin', 'member')),
+                 ARRAY[]::text[]),
+        me);
+END $$;
 
 -- Orgs where the actor administers membership (owner or admin).
 CREATE FUNCTION lorestore_admin_orgs() RETURNS text[]
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public
     AS $$
-        SELECT coalesce(array_agg(m.org), ARRAY[]::text[]) FROM memberships AS m
-        WHERE m.member = lorestore_actor() AND m.role IN ('owner', 'admin')
-    $$;
+BEGIN
+    RETURN coalesce((SELECT array_agg(m.org) FROM memberships AS m
+                     WHERE m.member = lorestore_actor() AND m.role IN ('owner', 'admin')),
+                    ARRAY[]::text[]);
+END $$;
 
 CREATE TABLE lessons (
     pk              bigint GENERATED ALWAYS AS IDENTITY,

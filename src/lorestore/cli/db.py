@@ -1,0 +1,78 @@
+"""``lorestore db``: set up a PostgreSQL database for lorestore (roles, grants, migrations)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from lorestore.core.errors import LorestoreError
+
+db_app = typer.Typer(
+    name="db",
+    help="Set up the PostgreSQL backend: roles, row-level security, migrations.",
+    no_args_is_help=True,
+)
+
+
+@db_app.command("init")
+def init_command(
+    database_url: Annotated[
+        str,
+        typer.Option(
+            "--database-url",
+            help="an admin URL for the target database (a superuser or a role that may create "
+            "roles), e.g. postgresql://postgres@127.0.0.1:5432/lorestore",
+            metavar="URL",
+        ),
+    ],
+    app_password: Annotated[
+        str | None,
+        typer.Option(
+            "--app-password",
+            help="set this password on the lorestore_app role ('generate' makes one); "
+            "omit to leave the role's password as it is",
+            metavar="PASSWORD",
+        ),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Create the roles (owner, definer, app), apply pending migrations as the owner role,
+    and print the connection string the application should use (as lorestore_app)."""
+    from lorestore.storage.postgres.setup import init_database, new_password
+
+    password = new_password() if app_password == "generate" else app_password  # noqa: S105
+    try:
+        if not database_url.startswith(("postgresql://", "postgres://")):
+            raise LorestoreError(
+                "config_error",
+                "db init sets up PostgreSQL; the embedded SQLite store needs no setup",
+                hint="pass --database-url postgresql://SUPERUSER@HOST:PORT/DATABASE",
+            )
+        report = init_database(database_url, app_password=password)
+    except LorestoreError as error:
+        if json_output:
+            print(json.dumps({"error": error.to_dict()}), file=sys.stderr, flush=True)
+        else:
+            Console(stderr=True).print(f"[red]error[/] [bold]{error.code}[/]: {error.message}")
+            if error.hint:
+                Console(stderr=True).print(f"[dim]hint:[/] {error.hint}")
+        raise typer.Exit(2 if error.bad_input else 1) from None
+    if json_output:
+        print(json.dumps({"applied": report.applied, "app_url": report.app_url}))
+        return
+    console = Console()
+    if report.applied:
+        console.print("applied " + ", ".join(report.applied))
+    else:
+        console.print("the schema is up to date")
+    console.print("The application connects as lorestore_app (owns nothing, cannot bypass RLS):")
+    console.print(f"  export LORESTORE_DATABASE_URL='{report.app_url}'")
+    if password is None:
+        console.print(
+            "[dim]No password was set on lorestore_app: add one with --app-password, or rely "
+            "on your pg_hba.conf (e.g. a local socket).[/]"
+        )
