@@ -6,7 +6,7 @@ are checked by the service so that every surface reports them with the same erro
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,13 @@ from lorestore.core.records import (
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class DependencyRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    blob: str | None = Field(None, description="git blob hash of the file when the lesson held")
 
 
 class Result(BaseModel):
@@ -54,7 +61,11 @@ class WriteParams(Address):
     valid_to: str | None = Field(None, description="when it stops holding (ISO 8601)")
     session: str | None = Field(None, description="the writing session's id, for recurrence")
     source: Source | None = Field(None, description="provenance: agent, repo, branch, commit...")
-    depends_on: list[Dependency] | None = Field(None, description="files the lesson relies on")
+    depends_on: list[DependencyRef] | None = Field(
+        None,
+        description="files the lesson relies on; the CLI and stdio server fill each blob "
+        "from git when only the path is given",
+    )
 
 
 class WriteResult(Result):
@@ -314,3 +325,96 @@ class ChainReport(Result):
 class AuditVerifyResult(Result):
     ok: bool
     chains: list[ChainReport]
+
+
+class RecallParams(Params):
+    repo: str | None = Field(
+        None, description="owner/name; the CLI and stdio server read it from git"
+    )
+    branch: str | None = Field(None, description="the current branch")
+    revision: str | None = Field(None, description="the commit being worked on (HEAD)")
+    project: str | None = Field(None, description="a project name, for project:: lessons")
+    cwd: str | None = Field(None, description="working directory, to hash depends_on files")
+    task: str | None = Field(None, description="what the agent is about to do")
+    budget: int = Field(2000, description="most tokens of lessons to return (100-20000)")
+    blobs: dict[str, str | None] | None = Field(
+        None, description="path -> git blob hash of files as they are now (remote clients)"
+    )
+
+
+class RecallContext(Result):
+    repo: str | None
+    branch: str | None
+    revision: str | None
+    project: str | None
+    task: str | None
+    budget: int
+    ladder: list[str]
+    at: str
+
+
+class OfferedLesson(Result):
+    lesson: Lesson
+    label: str = Field(description="verified, corroborated or unverified")
+    tokens: int
+    reasons: list[str] = Field(description="why it qualified")
+
+
+class HeldLesson(Result):
+    lesson_id: str
+    scope: str
+    key: str
+    version: int
+    trust: str
+    reasons: list[str] = Field(
+        description="expired, disputed, rejected, unreviewed, revision_mismatch, "
+        "file_changed:<path>, shadowed_by:<scope>, duplicate_of:<address>, over_budget"
+    )
+
+
+class RecallResult(Result):
+    recall_id: str
+    context: RecallContext
+    offered: list[OfferedLesson]
+    held: list[HeldLesson]
+    tokens_used: int
+    text: str = Field(description="the fenced block to put in an agent's context")
+
+
+class ExplainParams(Params):
+    recall_id: str = Field(description="the recall_id a recall returned")
+
+
+class ExplainedLesson(Result):
+    lesson_id: str
+    scope: str
+    key: str
+    version: int
+    reasons: list[str]
+
+
+class ExplainResult(Result):
+    recall_id: str
+    at: str
+    actor: str
+    context: dict[str, Any]
+    offered: list[ExplainedLesson]
+    held: list[ExplainedLesson]
+
+
+class PolicyParams(Params):
+    scope: str = Field(description="a scope, or * for the default of all your scopes")
+    revision_policy: Literal["none", "commit", "files"] | None = Field(
+        None,
+        description="set: none, commit (same commit as recorded) or files (depends_on "
+        "blobs unchanged)",
+    )
+    require_review: bool | None = Field(None, description="set: offer only verified lessons")
+
+
+class PolicyResult(Result):
+    owner: str
+    scope: str
+    revision_policy: str
+    require_review: bool
+    inherited_from: str | None = Field(None, description="* when the owner default applies")

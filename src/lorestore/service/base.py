@@ -16,6 +16,7 @@ from lorestore.core.validation import validate_key
 from lorestore.storage.protocol import Store, StoredLesson, Transaction
 
 Clock = Callable[[], datetime]
+BlobLookup = Callable[[str, list[str]], dict[str, str | None]]
 
 
 def utcnow() -> datetime:
@@ -81,8 +82,12 @@ class ServiceBase:
         clock: Clock = utcnow,
         corroborate_at: int = 3,
         rate_limit: int | None = 600,
+        blob_lookup: BlobLookup | None = None,
     ) -> None:
         self.store = store
+        # How recall hashes depends_on files in a working directory (git), for entry points
+        # that run where the files are; a server leaves it unset and expects blobs from clients.
+        self.blob_lookup = blob_lookup
         self.clock = clock
         self.corroborate_at = corroborate_at
         self.rate_limit = rate_limit  # requests per token per minute; None: unlimited

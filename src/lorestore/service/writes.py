@@ -7,17 +7,19 @@ value waits as a proposed revision until a person accepts or rejects it.
 
 from __future__ import annotations
 
+import re
 import uuid
+from pathlib import PurePosixPath
 from datetime import timedelta
 from typing import Any
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
-from lorestore.core.records import Lesson, Source, format_ts, normalise_ts
+from lorestore.core.records import Dependency, Lesson, Source, format_ts, normalise_ts
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import validate_key, validate_tags, validate_ttl, validate_value
-from lorestore.models import WriteParams, WriteResult
+from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, is_expired, owner_dict, version_of
 from lorestore.storage.protocol import StoredLesson, Transaction
 
@@ -42,6 +44,33 @@ def check_tombstone(tx: Transaction, owner: str, scope: Scope, digest: str) -> N
         )
 
 
+_BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def _dependencies(refs: list[DependencyRef] | None) -> list[Dependency] | None:
+    """Validate depends_on: repository-relative paths, each with its git blob hash."""
+    if refs is None:
+        return None
+    found: dict[str, Dependency] = {}
+    for ref in refs:
+        path = ref.path.strip().removeprefix("./")
+        if not path or path.startswith("/") or ".." in PurePosixPath(path).parts:
+            raise LorestoreError(
+                "invalid_argument",
+                f"depends_on path {ref.path!r} must be relative to the repository root",
+                hint="e.g. tests/conftest.py",
+            )
+        if ref.blob is None or not _BLOB.match(ref.blob):
+            raise LorestoreError(
+                "invalid_argument",
+                f"depends_on {path!r} has no git blob hash",
+                hint="the CLI and `lorestore mcp` fill it from git; over REST pass "
+                "`git hash-object PATH`",
+            )
+        found[path] = Dependency(path=path, blob=ref.blob)
+    return list(found.values())
+
+
 class WriteOperations(ServiceBase):
     def memory_write(self, actor: Actor, p: WriteParams) -> WriteResult:
         scope = parse_scope(p.scope)
@@ -56,6 +85,7 @@ class WriteOperations(ServiceBase):
         if valid_from and valid_to and valid_to < valid_from:
             raise LorestoreError("invalid_time", "valid_to is before valid_from")
         digest = value_digest(value)
+        depends_on = _dependencies(p.depends_on)
         session = p.session or actor.session
         source = (p.source or Source()).model_copy(
             update={"session": session, "agent": (p.source and p.source.agent) or actor.agent}
@@ -86,7 +116,7 @@ class WriteOperations(ServiceBase):
                     updated_at=now,
                     expires_at=expires_at,
                     source=source,
-                    depends_on=p.depends_on or [],
+                    depends_on=depends_on or [],
                 )
                 pk = tx.insert_lesson(lesson, digest)
                 tx.insert_version(pk, version_of(lesson, digest, actor))
@@ -110,7 +140,7 @@ class WriteOperations(ServiceBase):
                 "valid_to": valid_to,
                 "source": source,
                 "recorded_at": now,
-                "depends_on": current.depends_on if p.depends_on is None else p.depends_on,
+                "depends_on": current.depends_on if depends_on is None else depends_on,
             }
             if current.trust == "verified":
                 return self._propose(tx, actor, stored, digest, changes)

@@ -215,6 +215,22 @@ class Transaction(Protocol):
     def count_request(self, token_id: str, principal: str, window: str) -> int:
         """Count one request in the token's window starting at ``window``; the count so far."""
 
+    def recall_candidates(
+        self, owner: str, scope: str, terms: Sequence[str] | None, *, limit: int
+    ) -> list[tuple[StoredLesson, float]]:
+        """Active, not rejected lessons of one rung (expired ones included, to be held): the
+        task's best text matches, the newest, and the newest verified or corroborated; each
+        with its relevance to the task (0 when it matched no word)."""
+
+    def insert_recall(self, record: RecallRecord) -> None: ...
+
+    def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None: ...
+
+    def scope_policies(self, owner: str, scopes: Sequence[str]) -> list[PolicyRow]:
+        """The owner's policies for these scopes (``*`` is the owner default)."""
+
+    def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None: ...
+
 
 class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
@@ -278,3 +294,21 @@ class Invite:
     created_at: str
     expires_at: str
     accepted_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    scope: str
+    revision_policy: str
+    require_review: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRecord:
+    recall_id: str
+    owner: str
+    at: str
+    actor: str
+    context: dict[str, Any]
+    offered: list[dict[str, Any]]
+    held: list[dict[str, Any]]

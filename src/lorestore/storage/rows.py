@@ -34,6 +34,11 @@ def _json(value: Any, empty: Any) -> Any:
     return json.loads(value)
 
 
+def json_value(value: Any) -> Any:
+    """A JSON column's value: decoded by the driver (PostgreSQL) or from text (SQLite)."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def ts_text(value: Any) -> str | None:
     """A stored time as canonical text (SQLite stores it so; PostgreSQL returns datetime)."""
     if value is None or isinstance(value, str):

@@ -311,3 +311,50 @@ RETURNING requests;
 -- name: purge_recall_log
 -- Recall-log retention: erase an owner's entries recorded before the cutoff.
 DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
+
+-- name: recall_by_text
+-- Recall candidates of one rung that the task's words match, best ts_rank_cd first.
+SELECT l.*, ts_rank_cd(l.search, to_tsquery('english', %(match)s)) AS score
+FROM lessons AS l
+WHERE l.search @@ to_tsquery('english', %(match)s) AND l.owner = %(owner)s
+  AND l.scope = %(scope)s AND l.status = 'active' AND l.trust <> 'rejected'
+ORDER BY score DESC, l.pk DESC
+LIMIT %(limit)s;
+
+-- name: recall_recent
+-- Recall candidates of one rung: the newest served (or expired) lessons.
+SELECT *, 0.0::float8 AS score FROM lessons
+WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
+ORDER BY updated_at DESC, pk DESC
+LIMIT %(limit)s;
+
+-- name: recall_trusted
+-- Recall candidates of one rung: the newest verified and corroborated lessons.
+SELECT *, 0.0::float8 AS score FROM lessons
+WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active'
+  AND trust IN ('verified', 'corroborated')
+ORDER BY updated_at DESC
+LIMIT %(limit)s;
+
+-- name: insert_recall
+-- Log one recall decision.
+INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
+VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(context)s::jsonb,
+    %(offered)s::jsonb, %(held)s::jsonb);
+
+-- name: get_recall
+-- One logged recall decision of these owners.
+SELECT * FROM recall_log WHERE recall_id = %(recall_id)s::uuid AND owner = ANY (%(owners)s);
+
+-- name: scope_policies
+-- Revision and review policies of an owner for the given scopes and its default (*).
+SELECT * FROM scope_policies WHERE owner = %(owner)s AND scope = ANY (%(scopes)s);
+
+-- name: set_policy
+-- Set a scope's (or the owner default's) revision and review policy.
+INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at, updated_by)
+VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s::int::boolean,
+    %(at)s::timestamptz, %(by)s)
+ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_policy,
+    require_review = excluded.require_review, updated_at = excluded.updated_at,
+    updated_by = excluded.updated_by;

@@ -23,6 +23,8 @@ from lorestore.core.search import tsquery_expression
 from lorestore.storage.postgres.errors import translate
 from lorestore.storage.protocol import (
     AuditFilter,
+    PolicyRow,
+    RecallRecord,
     Binding,
     Invite,
     Membership,
@@ -39,6 +41,7 @@ from lorestore.storage.rows import (
     dumps,
     lesson_from_row,
     lesson_params,
+    json_value,
     token_from_row,
     ts_text,
     version_from_row,
@@ -381,6 +384,66 @@ class PostgresTransaction:
         row = self._one("count_request", params)
         assert row is not None
         return int(row["requests"])
+
+    def recall_candidates(
+        self, owner: str, scope: str, terms: Sequence[str] | None, *, limit: int
+    ) -> list[tuple[StoredLesson, float]]:
+        params: dict[str, Any] = {"owner": owner, "scope": scope, "limit": limit}
+        found: dict[int, tuple[StoredLesson, float]] = {}
+        names = ["recall_recent", "recall_trusted"]
+        if terms:
+            params["match"] = tsquery_expression(list(terms))
+            names.insert(0, "recall_by_text")
+        for name in names:
+            for row in self._all(name, params):
+                if row["pk"] not in found:
+                    found[row["pk"]] = (_stored(row), float(row["score"]))
+        return list(found.values())
+
+    def insert_recall(self, record: RecallRecord) -> None:
+        params = {
+            "recall_id": record.recall_id,
+            "owner": record.owner,
+            "at": record.at,
+            "actor": record.actor,
+            "context": dumps(record.context),
+            "offered": dumps(record.offered),
+            "held": dumps(record.held),
+        }
+        self._exec("insert_recall", params)
+
+    def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
+        if not _is_uuid(recall_id):
+            return None
+        row = self._one("get_recall", {"recall_id": recall_id, "owners": list(owners)})
+        if row is None:
+            return None
+        return RecallRecord(
+            recall_id=str(row["recall_id"]),
+            owner=row["owner"],
+            at=ts_text(row["at"]) or "",
+            actor=row["actor"],
+            context=json_value(row["context"]),
+            offered=json_value(row["offered"]),
+            held=json_value(row["held"]),
+        )
+
+    def scope_policies(self, owner: str, scopes: Sequence[str]) -> list[PolicyRow]:
+        rows = self._all("scope_policies", {"owner": owner, "scopes": list(scopes)})
+        return [
+            PolicyRow(r["scope"], r["revision_policy"], bool(r["require_review"])) for r in rows
+        ]
+
+    def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None:
+        params = {
+            "owner": owner,
+            "scope": policy.scope,
+            "revision_policy": policy.revision_policy,
+            "require_review": int(policy.require_review),
+            "by": by,
+            "at": at,
+        }
+        self._exec("set_policy", params)
 
 
 class PostgresStore:

@@ -295,3 +295,50 @@ ON CONFLICT (token_id) DO UPDATE SET
     requests = CASE WHEN window_start = excluded.window_start THEN requests + 1 ELSE 1 END,
     window_start = excluded.window_start
 RETURNING requests;
+
+-- name: recall_by_text
+-- Recall candidates of one rung that the task's words match, best BM25 first.
+SELECT l.*, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
+FROM lessons_fts JOIN lessons AS l ON l.pk = lessons_fts.rowid
+WHERE lessons_fts MATCH :match AND l.owner = :owner AND l.scope = :scope
+  AND l.status = 'active' AND l.trust != 'rejected'
+ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)
+LIMIT :limit;
+
+-- name: recall_recent
+-- Recall candidates of one rung: the newest served (or expired) lessons.
+SELECT *, 0.0 AS score FROM lessons
+WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'rejected'
+ORDER BY updated_at DESC, pk DESC
+LIMIT :limit;
+
+-- name: recall_trusted
+-- Recall candidates of one rung: the newest verified and corroborated lessons.
+SELECT *, 0.0 AS score FROM lessons
+WHERE owner = :owner AND scope = :scope AND status = 'active'
+  AND trust IN ('verified', 'corroborated')
+ORDER BY updated_at DESC
+LIMIT :limit;
+
+-- name: insert_recall
+-- Log one recall decision.
+INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
+VALUES (:recall_id, :owner, :at, :actor, :context, :offered, :held);
+
+-- name: get_recall
+-- One logged recall decision of these owners.
+SELECT * FROM recall_log
+WHERE recall_id = :recall_id AND owner IN (SELECT value FROM json_each(:owners));
+
+-- name: scope_policies
+-- Revision and review policies of an owner for the given scopes and its default (*).
+SELECT * FROM scope_policies
+WHERE owner = :owner AND scope IN (SELECT value FROM json_each(:scopes));
+
+-- name: set_policy
+-- Set a scope's (or the owner default's) revision and review policy.
+INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at, updated_by)
+VALUES (:owner, :scope, :revision_policy, :require_review, :at, :by)
+ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_policy,
+    require_review = excluded.require_review, updated_at = excluded.updated_at,
+    updated_by = excluded.updated_by;

@@ -1,0 +1,115 @@
+"""What git says about a working directory: the repository (owner/name from the remote URL),
+the branch, the commit, and the blob hashes of files as they are now.
+
+Used by the local entry points (the CLI and the stdio MCP server) so that an agent's host
+passes nothing: recall gets its context and a written lesson its provenance from git.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_REMOTE = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$")
+GIT_TIMEOUT_S = 5
+
+
+@dataclass(frozen=True, slots=True)
+class GitContext:
+    root: str
+    repo: str | None
+    branch: str | None
+    revision: str | None
+
+
+def _git(cwd: str | Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def repo_from_remote(url: str) -> str | None:
+    """``owner/name`` of a remote URL (https, ssh or scp-like), lower-cased."""
+    match = _REMOTE.search(url.strip())
+    return f"{match.group(1)}/{match.group(2)}".lower() if match else None
+
+
+def git_context(cwd: str | Path) -> GitContext | None:
+    """The repository, branch and HEAD of ``cwd``, or None outside a git work tree."""
+    root = _git(cwd, "rev-parse", "--show-toplevel")
+    if root is None:
+        return None
+    remote = _git(cwd, "remote", "get-url", "origin")
+    branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+    return GitContext(
+        root=root,
+        repo=repo_from_remote(remote) if remote else None,
+        branch=None if branch in (None, "HEAD") else branch,
+        revision=_git(cwd, "rev-parse", "HEAD"),
+    )
+
+
+def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
+    """The git blob hash of each repository-relative path as the file is now on disk
+    (None when it is missing), computed with ``git hash-object``."""
+    root = _git(cwd, "rev-parse", "--show-toplevel")
+    if root is None or not paths:
+        return dict.fromkeys(paths)
+    present = [p for p in paths if (Path(root) / p).is_file()]
+    hashes: dict[str, str | None] = dict.fromkeys(paths)
+    if present:
+        out = _git(root, "hash-object", "--", *present)
+        if out is not None:
+            hashes.update(zip(present, out.splitlines(), strict=True))
+    return hashes
+
+
+def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) -> dict[str, Any]:
+    """Complete a call's arguments from git, never overriding what the caller gave: a recall's
+    context, and a written lesson's source and depends_on blobs."""
+    if operation not in ("memory_recall", "memory_write"):
+        return arguments
+    context = git_context(cwd)
+    if context is None:
+        return arguments
+    filled = dict(arguments)
+    if operation == "memory_recall":
+        for name, value in (
+            ("repo", context.repo),
+            ("branch", context.branch),
+            ("revision", context.revision),
+            ("cwd", context.root),
+        ):
+            if filled.get(name) is None and value is not None:
+                filled[name] = value
+        return filled
+    source = dict(filled.get("source") or {})
+    for name, value in (
+        ("repo", context.repo),
+        ("branch", context.branch),
+        ("commit", context.revision),
+    ):
+        if source.get(name) is None and value is not None:
+            source[name] = value
+    filled["source"] = source
+    refs = filled.get("depends_on")
+    if refs:
+        missing = [r["path"] for r in refs if not r.get("blob")]
+        blobs = blob_hashes(context.root, missing)
+        filled["depends_on"] = [
+            r if r.get("blob") else {**r, "blob": blobs.get(r["path"])} for r in refs
+        ]
+    return filled

@@ -1,0 +1,230 @@
+"""``memory_recall``, ``memory_explain`` and ``memory_policy``: the lessons that apply to a
+task, the ones held back and why, and the per-scope policies that decide it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import scope_allowed
+from lorestore.core.errors import LorestoreError
+from lorestore.core.recall import Candidate, Decision, ScopePolicy, render_fence, select
+from lorestore.core.scope import ladder, parse_scope
+from lorestore.core.search import query_terms
+from lorestore.models import (
+    ExplainedLesson,
+    ExplainParams,
+    ExplainResult,
+    HeldLesson,
+    OfferedLesson,
+    PolicyParams,
+    PolicyResult,
+    RecallContext,
+    RecallParams,
+    RecallResult,
+)
+from lorestore.service.base import ServiceBase, bounded
+from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
+
+CANDIDATES_PER_RUNG = 25
+OWNER_DEFAULT = "*"
+
+
+def _policy(rows: list[PolicyRow], scope: str) -> tuple[ScopePolicy, str | None]:
+    by_scope = {r.scope: r for r in rows}
+    row = by_scope.get(scope) or by_scope.get(OWNER_DEFAULT)
+    if row is None:
+        return ScopePolicy(), None
+    inherited = None if row.scope == scope else OWNER_DEFAULT
+    return ScopePolicy(row.revision_policy, row.require_review), inherited  # type: ignore[arg-type]
+
+
+def _logged(d: Decision) -> dict[str, Any]:
+    lesson = d.candidate.lesson
+    return {
+        "lesson_id": lesson.id,
+        "scope": lesson.scope,
+        "key": lesson.key,
+        "version": lesson.version,
+        "reasons": list(d.reasons),
+    }
+
+
+class RecallOperations(ServiceBase):
+    def memory_recall(self, actor: Actor, p: RecallParams) -> RecallResult:
+        self._require(actor, "read")
+        budget = bounded("budget", p.budget, 100, 20_000)
+        rungs = [s.text for s in ladder(repo=p.repo, branch=p.branch, project=p.project)]
+        if actor.scopes is not None:
+            rungs = [r for r in rungs if scope_allowed(actor.scopes, parse_scope(r))]
+        terms = _task_terms(p.task)
+        now = self._now()
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            candidates = self._candidates(tx, actor, rungs, terms)
+        blobs = self._blobs(candidates, p)
+        selection = select(
+            candidates, rungs, budget=budget, now=now, revision=p.revision, blobs=blobs
+        )
+        recall_id = str(uuid.uuid4())
+        context = RecallContext(
+            repo=p.repo,
+            branch=p.branch,
+            revision=p.revision,
+            project=p.project,
+            task=p.task,
+            budget=budget,
+            ladder=rungs,
+            at=now,
+        )
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            tx.insert_recall(
+                RecallRecord(
+                    recall_id=recall_id,
+                    owner=actor.owner,
+                    at=now,
+                    actor=actor.principal,
+                    context=context.model_dump(),
+                    offered=[_logged(d) for d in selection.offered],
+                    held=[_logged(d) for d in selection.held],
+                )
+            )
+        offered = [d.candidate.lesson for d in selection.offered]
+        return RecallResult(
+            recall_id=recall_id,
+            context=context,
+            offered=[
+                OfferedLesson(
+                    lesson=d.candidate.lesson,
+                    label=_label(d),
+                    tokens=d.tokens,
+                    reasons=list(d.reasons),
+                )
+                for d in selection.offered
+            ],
+            held=[
+                HeldLesson(
+                    lesson_id=d.candidate.lesson.id,
+                    scope=d.candidate.lesson.scope,
+                    key=d.candidate.lesson.key,
+                    version=d.candidate.lesson.version,
+                    trust=d.candidate.lesson.trust,
+                    reasons=list(d.reasons),
+                )
+                for d in selection.held
+            ],
+            tokens_used=selection.tokens_used,
+            text=render_fence(recall_id, offered),
+        )
+
+    def _candidates(
+        self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
+    ) -> list[Candidate]:
+        found: list[Candidate] = []
+        for rung, scope in enumerate(rungs):
+            try:
+                owner = self._owner_for(tx, actor, scope, write=False)
+            except LorestoreError:
+                continue  # a rung the actor may not read (another org's territory) adds nothing
+            policy, _ = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
+            for stored, score in tx.recall_candidates(
+                owner, scope, terms, limit=CANDIDATES_PER_RUNG
+            ):
+                found.append(Candidate(stored.lesson, stored.value_digest, rung, score, policy))
+        return found
+
+    def _blobs(self, candidates: list[Candidate], p: RecallParams) -> dict[str, str | None]:
+        blobs: dict[str, str | None] = dict(p.blobs or {})
+        needed = sorted(
+            {
+                dep.path
+                for c in candidates
+                if c.policy.revision_policy == "files"
+                for dep in c.lesson.depends_on
+                if dep.path not in blobs
+            }
+        )
+        if needed and p.cwd and self.blob_lookup is not None:
+            blobs.update(self.blob_lookup(p.cwd, needed))
+        return blobs
+
+    def memory_explain(self, actor: Actor, p: ExplainParams) -> ExplainResult:
+        self._require(actor, "read")
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            record = tx.get_recall(self._readable_owners(tx, actor), p.recall_id.strip())
+        if record is None:
+            raise LorestoreError(
+                "not_found",
+                f"no recall {p.recall_id!r} in the recall log",
+                hint="recall ids are kept for the recall-log retention period (30 days)",
+            )
+        return ExplainResult(
+            recall_id=record.recall_id,
+            at=record.at,
+            actor=record.actor,
+            context=record.context,
+            offered=[ExplainedLesson.model_validate(e) for e in record.offered],
+            held=[ExplainedLesson.model_validate(e) for e in record.held],
+        )
+
+    def memory_policy(self, actor: Actor, p: PolicyParams) -> PolicyResult:
+        setting = p.revision_policy is not None or p.require_review is not None
+        scope = OWNER_DEFAULT if p.scope.strip() == OWNER_DEFAULT else parse_scope(p.scope).text
+        if scope == OWNER_DEFAULT:
+            self._require(actor, "review" if setting else "read")
+        else:
+            self._authorise(actor, "review" if setting else "read", scope)
+        now = self._now()
+        with self.store.transaction(write=setting, actor=actor.principal) as tx:
+            owner = (
+                actor.owner
+                if scope == OWNER_DEFAULT
+                else self._owner_for(tx, actor, scope, write=setting)
+            )
+            current, inherited = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
+            if setting:
+                row = PolicyRow(
+                    scope,
+                    p.revision_policy or current.revision_policy,
+                    current.require_review if p.require_review is None else p.require_review,
+                )
+                tx.set_policy(owner, row, by=actor.principal, at=now)
+                self._audit(
+                    tx,
+                    actor,
+                    "policy",
+                    None,
+                    reason=None,
+                    detail={
+                        "owner": owner,
+                        "scope": scope,
+                        "revision_policy": row.revision_policy,
+                        "require_review": row.require_review,
+                        "before": {
+                            "revision_policy": current.revision_policy,
+                            "require_review": current.require_review,
+                        },
+                    },
+                )
+                current, inherited = ScopePolicy(row.revision_policy, row.require_review), None  # type: ignore[arg-type]
+        return PolicyResult(
+            owner=owner,
+            scope=scope,
+            revision_policy=current.revision_policy,
+            require_review=current.require_review,
+            inherited_from=inherited,
+        )
+
+
+def _task_terms(task: str | None) -> list[str] | None:
+    if not task:
+        return None
+    try:
+        return query_terms(task)
+    except LorestoreError:
+        return None  # a task with no searchable words still gets trusted and recent lessons
+
+
+def _label(d: Decision) -> str:
+    trust = d.candidate.lesson.trust
+    return "unverified" if trust == "candidate" else trust
