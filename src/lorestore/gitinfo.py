@@ -28,8 +28,9 @@ class GitContext:
 
 def _git(cwd: str | Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            ["git", *args],
+        # Arguments are fixed by this module or repository-relative paths, never a shell line.
+        done = subprocess.run(  # noqa: S603
+            ["git", *args],  # noqa: S607 - git from PATH, as a developer's shell runs it
             cwd=cwd,
             capture_output=True,
             text=True,

@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lorestore.core.records import (
     AuditEvent,
-    Dependency,
     Lesson,
     LessonKind,
     LessonVersion,

@@ -133,7 +133,7 @@ def render_lesson(number: int, lesson: Lesson) -> str:
     ]
     header = f"[{number}] {lesson.scope} · {lesson.key} · {label} · " + ", ".join(origin)
     # The fence markers cannot be forged from inside a lesson.
-    body = lesson.value.replace("<<<", "‹‹‹").replace(">>>", "›››").strip()
+    body = lesson.value.replace("<<<", "\u2039" * 3).replace(">>>", "\u203a" * 3).strip()
     return f"{header}\n{body}"
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from lorestore.service.base import Clock, utcnow
 from lorestore.service.lifecycle import LifecycleOperations
 from lorestore.service.orgs import OrgOperations
-from lorestore.service.recall import RecallOperations
 from lorestore.service.reads import ReadOperations
+from lorestore.service.recall import RecallOperations
 from lorestore.service.review import ReviewOperations
 from lorestore.service.tokens import TokenOperations
 from lorestore.service.writes import WriteOperations

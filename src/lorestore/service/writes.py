@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from pathlib import PurePosixPath
 from datetime import timedelta
+from pathlib import PurePosixPath
 from typing import Any
 
 from lorestore.auth.actor import Actor

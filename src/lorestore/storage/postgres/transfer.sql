@@ -20,6 +20,15 @@ SELECT (SELECT count(*) FROM principals) AS principals,
        (SELECT count(*) FROM audit_log) AS audit_log,
        (SELECT count(*) FROM recall_log) AS recall_log;
 
+-- name: audit_owners
+-- Owners with an audit chain (the target locks these chains while it copies).
+SELECT DISTINCT owner FROM audit_log ORDER BY owner;
+
+-- name: lock_audit_chains
+-- Hold the app's per-owner chain locks until commit, so no writer appends meanwhile.
+SELECT pg_advisory_xact_lock(hashtextextended('lorestore.audit:' || o.owner, 0))
+FROM (SELECT DISTINCT owner FROM unnest(%(owners)s::text[]) AS u (owner) ORDER BY owner) AS o;
+
 -- name: lesson_pks
 -- The target's internal key of every lesson, by stable id (to attach versions and sessions).
 SELECT id, pk FROM lessons;

@@ -23,6 +23,10 @@ SELECT (SELECT count(*) FROM principals) AS principals,
 -- Migrations applied to the file, to refuse a source older than this lorestore.
 SELECT number, name, checksum FROM schema_migrations ORDER BY number;
 
+-- name: audit_owners
+-- Owners with an audit chain (the target locks these chains while it copies).
+SELECT DISTINCT owner FROM audit_log ORDER BY owner;
+
 -- name: lesson_pks
 -- The target's internal key of every lesson, by stable id (to attach versions and sessions).
 SELECT id, pk FROM lessons;

@@ -1,0 +1,108 @@
+"""``lorestore migrate``: copy a whole store between SQLite and PostgreSQL (either way), adding
+only what the target lacks; a Rich progress bar on a terminal, a per-table report after."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.table import Table
+
+from lorestore.cli.render import render_error
+from lorestore.core.errors import LorestoreError
+from lorestore.storage.transfer import TransferReport, migrate_store
+
+_URL_RULE = (
+    "sqlite:///PATH, or postgresql://ROLE@HOST:PORT/DB as a role that bypasses row-level "
+    "security (a superuser, e.g. the URL given to `lorestore db init`)"
+)
+
+
+class _Bar:
+    """The copy's progress as one Rich task per table."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+
+    def start(self, table: str, total: int) -> None:
+        self._task = self._progress.add_task(table, total=total) if total else None
+
+    def advance(self, rows: int) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, rows)
+
+
+def migrate_command(
+    source: Annotated[
+        str, typer.Option("--from", metavar="URL", help=f"the store to copy: {_URL_RULE}")
+    ],
+    target: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="URL",
+            help="the store to copy into, same forms; a SQLite file is created if missing, a "
+            "PostgreSQL database must have been set up with `lorestore db init`",
+        ),
+    ],
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="do the whole copy, report it, and write nothing"),
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print the report (or error) as JSON")
+    ] = False,
+) -> None:
+    """Copy a whole store into another, SQLite or PostgreSQL either way: lessons with every
+    version, trust, review and provenance; tombstones; the audit log with its hash chains;
+    users, orgs, memberships, invites, bindings, tokens (hashes), scope policies, the recall
+    log and each owner's cap. Only what the target lacks is added, so running it again copies
+    nothing; a lesson whose value the target has rejected is refused and listed."""
+    try:
+        report = _run(source, target, dry_run=dry_run, show_progress=not json_output)
+    except LorestoreError as error:
+        if json_output:
+            print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
+        else:
+            render_error(Console(stderr=True), error)
+        raise typer.Exit(2 if error.bad_input else 1) from None
+    if json_output:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _render(Console(), report)
+
+
+def _run(source: str, target: str, *, dry_run: bool, show_progress: bool) -> TransferReport:
+    console = Console(stderr=True)
+    if not (show_progress and console.is_terminal):
+        return migrate_store(source, target, dry_run=dry_run)
+    columns = (
+        TextColumn("{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        return migrate_store(source, target, dry_run=dry_run, progress=_Bar(progress))
+
+
+def _render(console: Console, report: TransferReport) -> None:
+    verb = "would copy" if report.dry_run else "copied"
+    table = Table(title=f"{escape(report.source)} -> {escape(report.target)}")
+    for column in ("table", "source", verb, "present", "differs", "refused"):
+        table.add_column(column, justify="left" if column == "table" else "right")
+    for t in report.tables:
+        cells = (t.source, t.copied, t.present, t.differs, t.refused)
+        table.add_row(t.table, *(str(c) for c in cells))
+    console.print(table)
+    for item in report.left_out:
+        console.print(f"[yellow]{item.reason}[/] {item.table} {escape(item.key)}: ", end="")
+        console.print(escape(item.message), highlight=False)
+    summary = f"{verb} {report.copied} row(s) in {report.seconds:.1f}s"
+    done = summary + (" (dry run: nothing was written)" if report.dry_run else "")
+    console.print(done, highlight=False)

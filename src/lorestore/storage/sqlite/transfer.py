@@ -1,0 +1,175 @@
+"""The embedded store as one side of ``lorestore migrate``: a raw connection holding one
+transaction (a read snapshot for a source, the write lock for a target), speaking rows in the
+canonical form of ``storage/transfer.py``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from lorestore.core.errors import LorestoreError
+from lorestore.storage import migrations
+from lorestore.storage.queries import load_queries
+from lorestore.storage.reconciliation import Row
+from lorestore.storage.rows import dumps
+from lorestore.storage.sqlite.store import BUSY_TIMEOUT_MS, SQLiteStore
+
+Q = load_queries("lorestore.storage.sqlite", "transfer.sql")
+MIGRATIONS = "lorestore.storage.sqlite.migrations"
+# SQLite keeps JSON as text and booleans as 0/1; the canonical form has canonical JSON text
+# and real booleans, as PostgreSQL's side produces them.
+_JSON = frozenset(
+    [
+        "tags",
+        "source",
+        "depends_on",
+        "review",
+        "ext",
+        "detail",
+        "context",
+        "offered",
+        "held",
+        "scopes",
+        "orgs",
+    ]
+)
+_BOOLEAN = frozenset({"require_review"})
+
+
+def _canonical(row: sqlite3.Row) -> Row:
+    out: Row = {}
+    for name in row.keys():  # noqa: SIM118 - sqlite3.Row iterates values, not names
+        value = row[name]
+        if name in _JSON and value is not None:
+            value = dumps(json.loads(value))
+        elif name in _BOOLEAN:
+            value = bool(value)
+        out[name] = value
+    return out
+
+
+class SQLiteEndpoint:
+    """One file, one connection, one transaction; ``scratch`` is a directory to remove on
+    close (a dry run's copy)."""
+
+    def __init__(self, path: Path, *, write: bool, scratch: Path | None = None) -> None:
+        self._scratch = scratch
+        self._conn = sqlite3.connect(
+            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        # A target takes the write lock up front so that what it reads first (chain heads,
+        # addresses, tombstones) stays true until it commits.
+        self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def counts(self) -> dict[str, int]:
+        row = self._conn.execute(Q["source_counts"]).fetchone()
+        return {name: int(row[name]) for name in row.keys()}  # noqa: SIM118
+
+    def audit_owners(self) -> list[str]:
+        return [r["owner"] for r in self._conn.execute(Q["audit_owners"])]
+
+    def rows(self, table: str) -> Iterator[Row]:
+        for row in self._conn.execute(Q[f"select_{table}"]):
+            yield _canonical(row)
+
+    def insert(self, table: str, rows: Sequence[Row]) -> None:
+        try:
+            self._conn.executemany(Q[f"insert_{table}"], rows)
+        except sqlite3.IntegrityError as exc:
+            if "cap_exceeded" in str(exc):
+                raise LorestoreError(
+                    "cap_exceeded",
+                    "an owner would pass its cap on active lessons in the target",
+                    hint="raise the owner's max_active in the target, or archive lessons there",
+                ) from exc
+            raise LorestoreError(
+                "conflict", f"SQLite refused {table}: {exc}", details={"table": table}
+            ) from exc
+
+    def applied_migrations(self) -> dict[int, tuple[str, str]]:
+        rows = self._conn.execute(Q["applied_migrations"]).fetchall()
+        return {int(r["number"]): (str(r["name"]), str(r["checksum"])) for r in rows}
+
+    def lesson_pks(self) -> dict[str, int]:
+        return {r["id"]: int(r["pk"]) for r in self._conn.execute(Q["lesson_pks"])}
+
+    def lock_audit_chains(self, owners: Iterable[str]) -> None:
+        """Nothing to add: BEGIN IMMEDIATE already holds the only write lock."""
+
+    def finish(self, *, commit: bool) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("COMMIT" if commit else "ROLLBACK")
+
+    def close(self) -> None:
+        self._conn.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def open_source(path: Path) -> SQLiteEndpoint:
+    """An existing store, read as it is: a source is never created or migrated."""
+    if not path.is_file():
+        raise LorestoreError(
+            "config_error",
+            f"there is no SQLite store at {path}",
+            hint="check the --from path; a source must exist",
+        )
+    endpoint = SQLiteEndpoint(path, write=False)
+    try:
+        _check_current(endpoint, path)
+    except BaseException:
+        endpoint.close()
+        raise
+    return endpoint
+
+
+def _check_current(endpoint: SQLiteEndpoint, path: Path) -> None:
+    try:
+        applied = endpoint.applied_migrations()
+    except sqlite3.DatabaseError as exc:
+        raise LorestoreError(
+            "config_error",
+            f"{path} is not a lorestore store ({exc})",
+            hint="--from names a lorestore.db file",
+        ) from exc
+    todo = migrations.pending(migrations.discover(MIGRATIONS), applied)
+    if todo:
+        raise LorestoreError(
+            "config_error",
+            f"{path} lacks migrations {', '.join(m.name for m in todo)}",
+            hint=f"open it once with this lorestore (e.g. LORESTORE_DATABASE_URL=sqlite:///{path} "
+            "lorestore scopes) to bring it up to date, then migrate",
+        )
+
+
+def open_target(path: Path, *, dry_run: bool) -> SQLiteEndpoint:
+    """The target file, created and migrated as any lorestore command would; for a dry run,
+    a scratch copy of it instead, so that not even the migrations touch the real file."""
+    if not dry_run:
+        SQLiteStore(path).close()
+        return SQLiteEndpoint(path, write=True)
+    scratch = Path(tempfile.mkdtemp(prefix="lorestore-dry-run-"))
+    copy = scratch / "lorestore.db"
+    try:
+        if path.is_file():
+            _backup(path, copy)
+        SQLiteStore(copy).close()
+        return SQLiteEndpoint(copy, write=True, scratch=scratch)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+def _backup(path: Path, copy: Path) -> None:
+    original, duplicate = sqlite3.connect(str(path)), sqlite3.connect(str(copy))
+    try:
+        original.backup(duplicate)
+    finally:
+        original.close()
+        duplicate.close()
