@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.dev-installed
 .PHONY: run test lint format bench eval clean help
 
 help:
-	@echo "make run    install into $(VENV) and serve lorestore (MCP over stdio) on the embedded store"
+	@echo "make run    install into $(VENV) and serve lorestore over HTTP (MCP + REST) on the embedded store"
 	@echo "make test   install dev dependencies, lint, type-check and run the whole suite"
 	@echo "make lint   ruff + mypy strict on src/"
 	@echo "make bench  run the benchmarks (figures go to docs/benchmarks.md by hand)"
@@ -26,8 +26,9 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@ $(RUN_STAMP)
 
+# Prints the URL and, on first start only, an admin token (shown once, stored hashed).
 run: $(RUN_STAMP)
-	@$(BIN)/lorestore mcp --announce
+	@$(BIN)/lorestore serve
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks

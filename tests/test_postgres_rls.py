@@ -39,7 +39,8 @@ TENANT_TABLES = {
     "owner_stats",
     "tokens",
     "invites",
-    "scope_bindings", "token_usage",
+    "scope_bindings",
+    "token_usage",
 }
 
 

@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lorestore.core.errors import LorestoreError
 
 DOCUMENTED_VARIABLES = {
     "LORESTORE_HOME": "config and embedded data (default ~/.lorestore)",
-    "LORESTORE_DATABASE_URL": "sqlite:///PATH (default: SQLite in LORESTORE_HOME)",
+    "LORESTORE_DATABASE_URL": "sqlite:///PATH or postgresql://... (default: SQLite in HOME)",
+    "LORESTORE_USER": "who you are when the CLI talks to PostgreSQL directly (default: local)",
     "LORESTORE_SESSION": "session id recorded with writes, for recurrence counting",
     "LORESTORE_AGENT": "agent name recorded in the source of writes",
     "LORESTORE_CORROBORATE_AT": "distinct sessions that make a candidate corroborated (default 3)",
     "LORESTORE_TEST_DATABASE_URL": "PostgreSQL for the test suite",
+    "LORESTORE_URL": "a lorestore server the CLI and `lorestore mcp` use instead of a local store",
+    "LORESTORE_TOKEN": "the bearer token sent to LORESTORE_URL",
+    "LORESTORE_MAX_REQUEST_BYTES": "largest HTTP request body `lorestore serve` accepts",
+    "LORESTORE_CORS_ORIGINS": "comma-separated origins allowed cross-origin (default: CORS off)",
+    "LORESTORE_MAINTENANCE_HOURS": "hours between the server's maintenance runs, or off",
+    "LORESTORE_PURGE_EXPIRED": "on/off: maintenance erases expired lessons",
+    "LORESTORE_ARCHIVE_RETENTION_DAYS": "days archived lessons are kept before erasure, or off",
+    "LORESTORE_RECALL_RETENTION_DAYS": "days recall-log entries are kept, or off",
 }
+OFF_WORDS = frozenset({"off", "false", "no", "0"})
+ON_WORDS = frozenset({"on", "true", "yes", "1"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +39,25 @@ class Settings:
     session: str | None = None
     agent: str | None = None
     corroborate_at: int = 3
+    user: str = "local"
+    url: str | None = None
+    token: str | None = field(default=None, repr=False)  # a secret: kept out of logs
+    max_request_bytes: int = 1024 * 1024
+    cors_origins: tuple[str, ...] = ()
+    maintenance_hours: float | None = 24.0
+    purge_expired: bool = True
+    archive_retention_days: int | None = 30
+    recall_retention_days: int | None = 30
+
+    @property
+    def principal(self) -> str:
+        """The principal the CLI acts as on its own store."""
+        return f"user:{self.user}"
+
+    @property
+    def remote(self) -> bool:
+        """Whether operations go to a server (LORESTORE_URL) instead of a local store."""
+        return self.url is not None
 
     @property
     def sqlite_path(self) -> Path:
@@ -35,8 +67,9 @@ class Settings:
             scheme = url.split(":", 1)[0]
             raise LorestoreError(
                 "config_error",
-                f"LORESTORE_DATABASE_URL uses {scheme!r}; this build serves SQLite only",
-                hint="use sqlite:///PATH, or unset it for the default file in LORESTORE_HOME",
+                f"LORESTORE_DATABASE_URL uses {scheme!r}; lorestore serves sqlite and postgresql",
+                hint="use sqlite:///PATH or postgresql://USER@HOST/DB, or unset it for the "
+                "default file in LORESTORE_HOME",
             )
         return Path(url.removeprefix("sqlite:///")).expanduser()
 
@@ -60,4 +93,73 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         session=env.get("LORESTORE_SESSION") or None,
         agent=env.get("LORESTORE_AGENT") or None,
         corroborate_at=threshold,
+        user=_user(env.get("LORESTORE_USER") or "local"),
+        **_remote_settings(env),
+        **_server_settings(env),
     )
+
+
+def _user(raw: str) -> str:
+    name = raw.strip().lower().removeprefix("user:")
+    if not re.match(r"^[a-z0-9][a-z0-9._-]{0,62}$", name):
+        raise _config_error("LORESTORE_USER", raw, "a user name (letters, digits, '.', '_', '-')")
+    return name
+
+
+def _config_error(name: str, raw: str, expected: str) -> LorestoreError:
+    return LorestoreError("config_error", f"{name}={raw!r} is not {expected}")
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int | None:
+    """A whole number in [low, high], or None for "off"."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() in OFF_WORDS - {"0"}:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+        raise _config_error(name, raw, f"a whole number from {low} to {high}, or off")
+    return int(raw)
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in ON_WORDS | OFF_WORDS:
+        raise _config_error(name, raw, "on or off")
+    return raw in ON_WORDS
+
+
+def _remote_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    url = (env.get("LORESTORE_URL") or "").strip().rstrip("/") or None
+    token = (env.get("LORESTORE_TOKEN") or "").strip() or None
+    if url is None:
+        return {}
+    if not url.startswith(("http://", "https://")):
+        raise _config_error("LORESTORE_URL", url, "an http:// or https:// URL")
+    if token is None:
+        raise LorestoreError(
+            "config_error",
+            "LORESTORE_URL is set but LORESTORE_TOKEN is not",
+            hint="create a token on the server with `lorestore token create` and export it as "
+            "LORESTORE_TOKEN, or unset LORESTORE_URL to use the local store",
+        )
+    return {"url": url, "token": token}
+
+
+def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Settings of ``lorestore serve`` and ``lorestore maintain``."""
+    max_bytes = _whole(env, "LORESTORE_MAX_REQUEST_BYTES", 1024 * 1024, 1024, 1024**3)
+    if max_bytes is None:
+        raise _config_error("LORESTORE_MAX_REQUEST_BYTES", "off", "a number of bytes")
+    origins = env.get("LORESTORE_CORS_ORIGINS", "")
+    hours = _whole(env, "LORESTORE_MAINTENANCE_HOURS", 24, 1, 24 * 365)
+    return {
+        "max_request_bytes": max_bytes,
+        "cors_origins": tuple(o.strip() for o in origins.split(",") if o.strip()),
+        "maintenance_hours": None if hours is None else float(hours),
+        "purge_expired": _switch(env, "LORESTORE_PURGE_EXPIRED", True),
+        "archive_retention_days": _whole(env, "LORESTORE_ARCHIVE_RETENTION_DAYS", 30, 0, 3650),
+        "recall_retention_days": _whole(env, "LORESTORE_RECALL_RETENTION_DAYS", 30, 0, 3650),
+    }

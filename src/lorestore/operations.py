@@ -188,6 +188,7 @@ CATALOG: tuple[Operation, ...] = (
         PolicyParams,
         PolicyResult,
         cli_args=("scope",),
+        mutates=True,  # it may set the policy: POST only, and no read-only hint for MCP hosts
     ),
     Operation("memory_scopes", "Inventory of scopes with lesson counts.", NoParams, ScopesResult),
     Operation("memory_audit", "The append-only audit log, newest first.", AuditParams, AuditResult),

@@ -21,7 +21,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Source
 from lorestore.operations import Operation
 
-_SINGULAR = {"tags": "tag", "scopes": "scope"}
+_SINGULAR = {"tags": "tag", "scopes": "scope", "orgs": "org"}
 _SHORT = {"scopes": "-s", "tags": "-t"}
 _SOURCE_FIELDS = tuple(name for name in Source.model_fields if name != "session")
 _SOURCE_PREFIX = "source_"

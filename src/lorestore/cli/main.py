@@ -1,17 +1,23 @@
-"""Entry point of the ``lorestore`` command (composition root for the CLI)."""
+"""Entry point of the ``lorestore`` command (composition root for the CLI): the operation
+commands generated from the catalog, and ``mcp``, ``serve`` and ``maintain``. With
+``LORESTORE_URL`` set, operations and ``mcp`` run on that server instead of the local store."""
 
 from __future__ import annotations
 
 import json
 import sys
+import uuid
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from lorestore import __version__
-from lorestore.auth.actor import local_actor
+from lorestore.auth.actor import local_actor, local_agent
+from lorestore.cli.backend import open_backend
 from lorestore.cli.commands import build_command
+from lorestore.cli.db import db_app
+from lorestore.cli.migrate import migrate_command
 from lorestore.cli.render import render, render_error
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
@@ -33,18 +39,25 @@ def _print_error(error: LorestoreError, as_json: bool) -> None:
         render_error(Console(stderr=True), error)
 
 
+def _fail(error: LorestoreError, as_json: bool) -> typer.Exit:
+    _print_error(error, as_json)
+    return typer.Exit(2 if error.bad_input else 1)
+
+
 def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
     try:
         settings = load_settings()
-        from lorestore.composition import build_service
-
-        service = build_service(settings)
         params = op.parse(data)
-        actor = local_actor(session=settings.session, agent=settings.agent)
-        result = op.invoke(service, actor, params)
+        actor = local_actor(
+            principal=settings.principal, session=settings.session, agent=settings.agent
+        )
+        backend = open_backend(settings, actor)
+        try:
+            result = backend.invoke(op, params)
+        finally:
+            backend.close()
     except LorestoreError as error:
-        _print_error(error, as_json)
-        raise typer.Exit(2 if error.bad_input else 1) from None
+        raise _fail(error, as_json) from None
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
@@ -60,6 +73,9 @@ for _name, _group in _groups.items():
 for _op in on_surface("cli"):
     _target = _groups[_op.cli_group] if _op.cli_group else app
     _target.command(_op.cli_name, help=_op.summary)(build_command(_op, run_operation))
+# Store administration, beside the catalog's operations: PostgreSQL setup and store copies.
+app.add_typer(db_app, name="db")
+app.command("migrate")(migrate_command)
 
 
 @app.command("mcp")
@@ -71,19 +87,85 @@ def mcp_command(
         ),
     ] = False,
 ) -> None:
-    """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts)."""
+    """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts); with
+    LORESTORE_URL set, on that server."""
+    from lorestore.transports.mcp.stdio import announce as print_announcement
+    from lorestore.transports.mcp.stdio import serve_stdio
+
     try:
         settings = load_settings()
         if announce:
-            from lorestore.transports.mcp.stdio import announce as print_announcement
-
             print_announcement(settings)
-        from lorestore.transports.mcp.stdio import serve_stdio
-
-        serve_stdio(settings)
+        # One server process serves one agent session: its writes share a session id so that
+        # recurrence counts sessions, not calls.
+        session = settings.session or f"mcp-{uuid.uuid4()}"
+        backend = open_backend(settings, local_agent(session=session, agent=settings.agent))
     except LorestoreError as error:
-        _print_error(error, False)
-        raise typer.Exit(2 if error.bad_input else 1) from None
+        raise _fail(error, False) from None
+    try:
+        serve_stdio(backend.invoke)
+    finally:
+        backend.close()
+
+
+@app.command("serve")
+def serve_command(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8765,
+    admin_token: Annotated[
+        bool,
+        typer.Option(
+            help="on first start (no live token for the local user) create an admin token and "
+            "print it once"
+        ),
+    ] = True,
+) -> None:
+    """Serve MCP (streamable HTTP, /mcp) and REST (/api/v1, OpenAPI) on the local store, with
+    bearer tokens, the maintenance schedule and JSON request logs."""
+    from lorestore.transports.http.server import serve
+
+    try:
+        settings = load_settings()
+        serve(settings, host=host, port=port, admin_token=admin_token)
+    except LorestoreError as error:
+        raise _fail(error, False) from None
+
+
+@app.command("maintain")
+def maintain_command(
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print the report (or error) as JSON")
+    ] = False,
+) -> None:
+    """Run the maintenance sweeps once (for cron): erase expired lessons, archived ones past
+    LORESTORE_ARCHIVE_RETENTION_DAYS and recall-log entries past LORESTORE_RECALL_RETENTION_DAYS,
+    each switchable off. Each sweep that runs writes an audit event with its counts."""
+    from lorestore.transports.http.scheduler import maintain_once
+
+    try:
+        settings = load_settings()
+        if settings.remote:
+            raise LorestoreError(
+                "config_error",
+                "maintain works on a store directly and LORESTORE_URL points to a server",
+                hint="the server runs the sweeps itself (LORESTORE_MAINTENANCE_HOURS); run "
+                "`lorestore maintain` on the server's host without LORESTORE_URL",
+            )
+        from lorestore.composition import build_service
+
+        service = build_service(settings)
+        try:
+            report = maintain_once(service, settings)
+        finally:
+            service.store.close()
+    except LorestoreError as error:
+        raise _fail(error, json_output) from None
+    if json_output:
+        print(report.model_dump_json(indent=2))
+    else:
+        for sweep in report.sweeps:
+            state = f"purged {sweep.purged}" if sweep.enabled else "off"
+            print(f"{sweep.sweep}: {state}")
 
 
 def _version(value: bool) -> None:

@@ -3,22 +3,30 @@
 Built on the SDK's low-level ``Server`` so that each tool's input and output schema are the
 operation's own pydantic models (one schema for every surface). A tool's structured result
 equals the CLI's ``--json``; an error is a tool error whose structured content is
-``{"error": {code, message, hint}}``.
+``{"error": {code, message, hint}}``. Where a call runs is the caller's choice (an ``Invoker``):
+the local store for stdio, the actor of each HTTP request for ``/mcp``, a server in remote mode.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from lorestore import __version__
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
-from lorestore.operations import BY_NAME, on_surface
+from lorestore.models import Params, Result
+from lorestore.operations import BY_NAME, Operation, on_surface
 from lorestore.service import LessonService
+
+Invoker = Callable[[Operation, Params], Result]
+# Picks the invoker of one request (e.g. from its bearer token); may raise LorestoreError.
+InvokerFor = Callable[[ServerRequestContext[Any]], Invoker]
 
 INSTRUCTIONS = (
     "lorestore keeps lessons learned while coding, addressed by (scope, key). Scopes: global, "
@@ -53,10 +61,17 @@ def _error_result(error: LorestoreError) -> types.CallToolResult:
     )
 
 
-def call_tool(
-    service: LessonService, actor: Actor, name: str, arguments: dict[str, Any] | None
-) -> types.CallToolResult:
-    """Run one tool call through the service; never raises for a caller's mistake."""
+def local_invoker(service: LessonService, actor: Actor) -> Invoker:
+    """Run operations on ``service`` as ``actor``."""
+
+    def invoke(op: Operation, params: Params) -> Result:
+        return op.invoke(service, actor, params)
+
+    return invoke
+
+
+def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """Run one tool call; never raises for a caller's mistake."""
     op = BY_NAME.get(name)
     if op is None or "mcp" not in op.surfaces:
         return _error_result(
@@ -67,7 +82,7 @@ def call_tool(
             )
         )
     try:
-        result = op.invoke(service, actor, op.parse(arguments))
+        result = invoke(op, op.parse(arguments))
     except LorestoreError as error:
         return _error_result(error)
     payload = result.model_dump(mode="json")
@@ -77,7 +92,7 @@ def call_tool(
     )
 
 
-def build_server(service: LessonService, actor: Actor) -> Server[Any]:
+def build_server(invoker_for: InvokerFor) -> Server[Any]:
     tools = tool_definitions()
 
     async def on_list_tools(
@@ -88,7 +103,12 @@ def build_server(service: LessonService, actor: Actor) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return call_tool(service, actor, params.name, params.arguments)
+        try:
+            invoke = invoker_for(ctx)
+        except LorestoreError as error:
+            return _error_result(error)
+        # The store and the remote client block: keep them off the event loop.
+        return await anyio.to_thread.run_sync(call_tool, invoke, params.name, params.arguments)
 
     return Server(
         "lorestore",

@@ -1,21 +1,26 @@
-"""``lorestore mcp``: the MCP server over stdio on the embedded store (one per agent)."""
+"""``lorestore mcp``: the MCP server over stdio (one per agent), on the embedded store or, in
+remote mode, on a server's REST API for hosts that only speak stdio."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
-import uuid
 
-from lorestore.auth.actor import local_agent
 from lorestore.config import Settings
+from lorestore.transports.mcp.server import Invoker
 
 
 def announce(settings: Settings) -> None:
     """Tell a person at a terminal how to connect a host; stdout stays the protocol channel."""
     exe = shutil.which("lorestore") or f"{sys.prefix}/bin/lorestore"
+    where = (
+        f"remote server {settings.url}"
+        if settings.remote
+        else f"embedded store at {settings.sqlite_path}"
+    )
     print(
-        "lorestore MCP server on stdio, embedded store at "
-        f"{settings.sqlite_path}\n"
+        f"lorestore MCP server on stdio, {where}\n"
         "Connect a host to this command rather than to this terminal:\n"
         f"  Claude Code:  claude mcp add lorestore -- {exe} mcp\n"
         f"  Codex:        codex mcp add lorestore -- {exe} mcp\n"
@@ -27,26 +32,18 @@ def announce(settings: Settings) -> None:
     )
 
 
-def serve_stdio(settings: Settings) -> None:
+def serve_stdio(invoke: Invoker) -> None:
+    """Serve the tools over stdin/stdout until the host closes them."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from lorestore.composition import build_service
     from lorestore.transports.mcp.server import build_server
 
-    service = build_service(settings)
-    # One server process serves one agent session: its writes share a session id so that
-    # recurrence counts sessions, not calls.
-    session = settings.session or f"mcp-{uuid.uuid4()}"
-    server = build_server(service, local_agent(session=session, agent=settings.agent))
+    server = build_server(lambda ctx: invoke)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         anyio.run(run)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        service.store.close()

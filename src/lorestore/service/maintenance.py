@@ -1,0 +1,102 @@
+"""The maintenance sweeps: expired lessons, archived lessons past their retention, and recall-log
+retention. ``lorestore serve`` runs them on a schedule and ``lorestore maintain`` once; each sweep
+that runs leaves one audit event with its counts, beside the purge events of the lessons it erased.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lorestore.auth.actor import Actor
+from lorestore.core.records import format_ts
+from lorestore.models import NoParams, PurgeParams
+from lorestore.service import LessonService
+
+SweepName = Literal["expired", "archived", "recall_log"]
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """Which sweeps run; a retention of None switches that sweep off."""
+
+    purge_expired: bool = True
+    archive_retention_days: int | None = 30
+    recall_retention_days: int | None = 30
+
+
+class SweepReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sweep: SweepName
+    enabled: bool
+    purged: int = 0
+    retention_days: int | None = None
+
+
+class MaintenanceReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    owner: str
+    at: str
+    sweeps: list[SweepReport]
+
+
+class Maintenance:
+    """Runs the sweeps of a plan, through a service, for the owner of the maintaining actor
+    (who needs the admin permission)."""
+
+    def __init__(self, service: LessonService) -> None:
+        self.service = service
+
+    def maintain(self, actor: Actor, plan: SweepPlan) -> MaintenanceReport:
+        self.service._authorise(actor, "admin")
+        at = self.service._now()
+        sweeps = [
+            self._purge_sweep(actor, "expired", None, enabled=plan.purge_expired),
+            self._purge_sweep(
+                actor,
+                "archived",
+                plan.archive_retention_days,
+                enabled=plan.archive_retention_days is not None,
+            ),
+            self._recall_sweep(actor, plan.recall_retention_days),
+        ]
+        return MaintenanceReport(owner=actor.owner, at=at, sweeps=sweeps)
+
+    def _purge_sweep(
+        self, actor: Actor, sweep: SweepName, days: int | None, *, enabled: bool
+    ) -> SweepReport:
+        if not enabled:
+            return SweepReport(sweep=sweep, enabled=False)
+        if days is None:
+            result = self.service.memory_purge_expired(actor, NoParams())
+        else:
+            result = self.service.memory_purge(actor, PurgeParams(retention_days=days))
+        report = SweepReport(sweep=sweep, enabled=True, purged=result.purged, retention_days=days)
+        with self.service.store.transaction(write=True, actor=actor.principal) as tx:
+            self.service._audit(
+                tx, actor, f"sweep_{sweep}", None, reason="maintenance", detail=_counts(report)
+            )
+        return report
+
+    def _recall_sweep(self, actor: Actor, days: int | None) -> SweepReport:
+        if days is None:
+            return SweepReport(sweep="recall_log", enabled=False)
+        cutoff = format_ts(self.service.clock() - timedelta(days=days))
+        with self.service.store.transaction(write=True, actor=actor.principal) as tx:
+            purged = tx.purge_recall_log(actor.owner, cutoff)
+            report = SweepReport(
+                sweep="recall_log", enabled=True, purged=purged, retention_days=days
+            )
+            self.service._audit(
+                tx, actor, "sweep_recall_log", None, reason="maintenance", detail=_counts(report)
+            )
+        return report
+
+
+def _counts(report: SweepReport) -> dict[str, int | None]:
+    return {"purged": report.purged, "retention_days": report.retention_days}

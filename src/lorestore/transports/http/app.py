@@ -1,0 +1,119 @@
+"""The ASGI application of ``lorestore serve``: REST routes and OpenAPI from the catalog, the
+MCP endpoint, health; wrapped in the request log, CORS (only when configured), the body limit
+and bearer authentication, outermost first. The server assembles the transports here; none of
+them calls another."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from lorestore import __version__
+from lorestore.config import Settings
+from lorestore.core.errors import LorestoreError
+from lorestore.service import LessonService
+from lorestore.transports.http import AGENT_HEADER, API_PREFIX, OPENAPI_PATH, SESSION_HEADER
+from lorestore.transports.http.auth import BearerAuth, actor_of
+from lorestore.transports.http.errors import error_response
+from lorestore.transports.http.limits import BodyLimit
+from lorestore.transports.http.logs import REQUEST_LOG, RequestLog
+from lorestore.transports.http.openapi import openapi_document
+from lorestore.transports.http.rest import rest_routes
+from lorestore.transports.http.scheduler import run_schedule
+from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
+
+CORS_HEADERS = [
+    "Authorization",
+    "Content-Type",
+    SESSION_HEADER,
+    AGENT_HEADER,
+    "Mcp-Protocol-Version",
+    "Mcp-Session-Id",
+]
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "version": __version__})
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Router refusals (no such route, wrong method) in the error body."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        error = LorestoreError(
+            "not_found",
+            f"no route {request.url.path}",
+            hint=f"operations are POST {API_PREFIX}/<operation>; see {OPENAPI_PATH}",
+        )
+    else:
+        error = LorestoreError(
+            "invalid_argument",
+            f"{request.method} is not allowed here",
+            hint=f"operations are POST {API_PREFIX}/<operation>; read-only ones also take GET",
+        )
+    response = error_response(error, request.scope, status=exc.status_code)
+    response.headers.update(exc.headers or {})
+    return response
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    REQUEST_LOG.error("unhandled error", exc_info=exc)
+    error = LorestoreError("internal", "the server failed on this request; see its log")
+    return error_response(error, request.scope, status=500)
+
+
+def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
+    stack = [Middleware(RequestLog)]
+    if settings.cors_origins:
+        stack.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=CORS_HEADERS,
+                expose_headers=["X-Request-Id"],
+                max_age=600,
+            )
+        )
+    stack.append(Middleware(BodyLimit, max_bytes=settings.max_request_bytes))
+    stack.append(Middleware(BearerAuth, service=service))
+    return stack
+
+
+def build_app(service: LessonService, settings: Settings) -> Starlette:
+    """The application; ``settings.maintenance_hours`` None leaves maintenance to cron."""
+    mcp = StreamableHTTPEndpoint(service, actor_of, max_request_bytes=settings.max_request_bytes)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp.lifespan(), anyio.create_task_group() as tasks:
+            if settings.maintenance_hours is not None:
+                tasks.start_soon(run_schedule, service, settings, settings.maintenance_hours)
+            yield
+            tasks.cancel_scope.cancel()
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route(OPENAPI_PATH, openapi, methods=["GET"]),
+        Route("/mcp", mcp),
+        *rest_routes(service),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=_middleware(service, settings),
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_error, Exception: internal_error},
+    )

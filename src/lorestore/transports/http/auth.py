@@ -1,0 +1,105 @@
+"""Bearer-token authentication for every HTTP surface, as ASGI middleware.
+
+Only ``Authorization: Bearer <token>`` is accepted. A token in the query string is refused
+outright, even beside a valid header: URLs end up in proxy logs, browser and shell history.
+The actor a token stands for is put in the request scope, where REST routes and the MCP
+endpoint take it; the service then applies its permission and scope confinement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+from urllib.parse import parse_qsl
+
+import anyio
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import looks_like_token
+from lorestore.core.errors import LorestoreError
+from lorestore.service import LessonService
+from lorestore.transports.http import AGENT_HEADER, OPENAPI_PATH, SESSION_HEADER
+from lorestore.transports.http.errors import error_response
+
+ACTOR_KEY = "lorestore.actor"
+PUBLIC_PATHS = frozenset({"/healthz", OPENAPI_PATH})
+TOKEN_PARAMETERS = frozenset(
+    {"token", "access_token", "api_key", "apikey", "api-key", "bearer", "auth", "authorization"}
+)
+MAX_HEADER_TEXT = 200
+_HINT = "send the token as the header `Authorization: Bearer <token>`"
+
+
+def _unauthenticated(message: str, hint: str = _HINT) -> LorestoreError:
+    return LorestoreError("unauthenticated", message, hint=hint)
+
+
+def refuse_token_in_query(query_string: bytes) -> None:
+    """Refuse a request whose URL carries a token, by parameter name or by its look."""
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name.lower() in TOKEN_PARAMETERS or looks_like_token(value.strip()):
+            raise _unauthenticated(
+                f"a token in the URL ({name}=...) is not accepted",
+                hint=_HINT + "; URLs end up in logs and shell history, so revoke a token "
+                "that was sent this way (`lorestore token revoke ID`)",
+            )
+
+
+def _optional_header(headers: Headers, name: str) -> str | None:
+    value = headers.get(name, "").strip()
+    if len(value) > MAX_HEADER_TEXT:
+        raise LorestoreError(
+            "invalid_argument", f"the {name} header is longer than {MAX_HEADER_TEXT} characters"
+        )
+    return value or None
+
+
+def bearer_token(headers: Headers) -> str:
+    header = headers.get("authorization")
+    if header is None:
+        raise _unauthenticated("this request needs a bearer token")
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _unauthenticated(f"the {scheme or 'empty'} authorization scheme is not accepted")
+    return token.strip()
+
+
+def actor_of(scope: Mapping[str, Any]) -> Actor:
+    """The authenticated actor of a request (set by ``BearerAuth``)."""
+    actor = scope.get(ACTOR_KEY)
+    if not isinstance(actor, Actor):
+        raise _unauthenticated("this request was not authenticated")
+    return actor
+
+
+class BearerAuth:
+    """Authenticates every request except health and the OpenAPI document."""
+
+    def __init__(self, app: ASGIApp, service: LessonService) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            refuse_token_in_query(scope.get("query_string", b""))
+            if scope["path"] not in PUBLIC_PATHS:
+                scope[ACTOR_KEY] = await self._authenticate(Headers(scope=scope))
+        except LorestoreError as error:
+            await error_response(error, scope)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _authenticate(self, headers: Headers) -> Actor:
+        token = bearer_token(headers)
+        session = _optional_header(headers, SESSION_HEADER)
+        agent = _optional_header(headers, AGENT_HEADER)
+        authenticate = partial(self.service.authenticate, token, session=session)
+        actor = await anyio.to_thread.run_sync(authenticate)
+        return dataclasses.replace(actor, agent=agent) if agent else actor

@@ -1,0 +1,107 @@
+"""Structured logs: one JSON object per line on stderr for every server log record, and one
+request log record per HTTP request. A request record names the method, the path (never the
+query string), status, duration, operation, error code and token id: never a token, a header
+or a body, so no secret and no lesson text reaches the logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lorestore.auth.actor import Actor
+from lorestore.core.records import format_ts
+from lorestore.transports.http.auth import ACTOR_KEY
+from lorestore.transports.http.errors import ERROR_KEY
+
+REQUEST_LOG = logging.getLogger("lorestore.http.request")
+OPERATION_KEY = "lorestore.operation"
+FIELDS = "fields"  # the LogRecord attribute that carries a record's structured fields
+_TOKEN_RE = re.compile(r"lst_[A-Za-z0-9_-]{43}")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": format_ts(datetime.fromtimestamp(record.created, UTC)),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        entry.update(getattr(record, FIELDS, {}))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def log_config(level: str = "INFO") -> dict[str, Any]:
+    """A ``logging.config.dictConfig`` for uvicorn and lorestore: JSON lines on stderr."""
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+        "handlers": {"stderr": handler},
+        "root": {"handlers": ["stderr"], "level": "WARNING"},
+        "loggers": {
+            "lorestore": {"level": level},
+            "uvicorn": {"level": level},
+            # Off: uvicorn's access line includes the query string. RequestLog replaces it.
+            "uvicorn.access": {"level": "CRITICAL", "propagate": False},
+        },
+    }
+
+
+class RequestLog:
+    """Logs each request once it is answered, and tags the response with its request id."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex
+        started = time.perf_counter()
+        status = 500  # what the client gets when the app fails before answering
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            fields = _fields(scope, status, started)
+            fields["request_id"] = request_id
+            REQUEST_LOG.info("request", extra={FIELDS: fields})
+
+
+def _fields(scope: Scope, status: int, started: float) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "method": scope["method"],
+        "path": _TOKEN_RE.sub("lst_[redacted]", scope["path"]),
+        "status": status,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+    if client := scope.get("client"):
+        fields["client"] = client[0]
+    actor = scope.get(ACTOR_KEY)
+    if isinstance(actor, Actor):
+        fields["principal"] = actor.principal
+        fields["token_id"] = actor.token_id
+    for key, name in ((OPERATION_KEY, "operation"), (ERROR_KEY, "error")):
+        if key in scope:
+            fields[name] = scope[key]
+    return fields

@@ -1,0 +1,74 @@
+"""REST routes generated from the catalog: ``POST /api/v1/<operation>`` with the arguments as a
+JSON body for every operation on the "rest" surface, and ``GET`` with query parameters for the
+read-only ones. Each answers the result model as JSON, or the error body with its status."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+from pydantic import ValidationError
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from lorestore.core.errors import LorestoreError
+from lorestore.models import Params
+from lorestore.operations import Operation, invalid_arguments, on_surface
+from lorestore.service import LessonService
+from lorestore.transports.http.auth import actor_of
+from lorestore.transports.http.errors import error_response
+from lorestore.transports.http.logs import OPERATION_KEY
+from lorestore.transports.http.openapi import is_array, params_schema, route_path
+
+
+def rest_routes(service: LessonService) -> list[Route]:
+    return [
+        Route(
+            route_path(op),
+            _endpoint(op, service),
+            methods=["POST"] if op.mutates else ["GET", "POST"],
+            name=op.name,
+        )
+        for op in on_surface("rest")
+    ]
+
+
+def _endpoint(op: Operation, service: LessonService) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        request.scope[OPERATION_KEY] = op.name
+        try:
+            actor = actor_of(request.scope)
+            params = await _params(op, request)
+            result = await anyio.to_thread.run_sync(op.invoke, service, actor, params)
+        except LorestoreError as error:
+            return error_response(error, request.scope)
+        return Response(result.model_dump_json(), media_type="application/json")
+
+    endpoint.__name__ = op.name
+    return endpoint
+
+
+async def _params(op: Operation, request: Request) -> Params:
+    if request.method in ("GET", "HEAD"):
+        return op.parse(query_arguments(op, request.query_params))
+    body = await request.body()
+    try:
+        return op.params.model_validate_json(body.strip() or b"{}")
+    except ValidationError as exc:
+        raise invalid_arguments(op.name, exc) from None
+
+
+def query_arguments(op: Operation, query: QueryParams) -> dict[str, object]:
+    """Query parameters as raw arguments: a list field collects every repetition of its name;
+    any other name repeated is passed as a list, which validation then refuses."""
+    properties = params_schema(op).get("properties", {})
+    arguments: dict[str, object] = {}
+    for name in query:
+        values = query.getlist(name)
+        if name in properties and is_array(properties[name]):
+            arguments[name] = values
+        else:
+            arguments[name] = values[0] if len(values) == 1 else values
+    return arguments

@@ -1,0 +1,103 @@
+"""``lorestore serve``: runs the HTTP application under uvicorn on one store.
+
+Shutdown is graceful: on SIGTERM or Ctrl-C the server stops accepting connections, lets the
+requests in flight finish (up to ``SHUTDOWN_GRACE_SECONDS``), stops the maintenance schedule
+and closes the store, then exits 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from types import FrameType
+
+from lorestore.auth.actor import local_actor
+from lorestore.config import Settings
+from lorestore.core.records import format_ts
+from lorestore.models import NoParams, TokenCreateParams
+from lorestore.service import LessonService
+from lorestore.transports.http import API_PREFIX, OPENAPI_PATH
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+SHUTDOWN_GRACE_SECONDS = 30
+FIRST_ADMIN_NAME = "admin (first start)"
+
+
+def bootstrap_token(service: LessonService, principal: str) -> str | None:
+    """An admin token for the store's person when they have none live (first start)."""
+    person = local_actor(principal=principal)
+    now = format_ts(service.clock())
+    live = [
+        t
+        for t in service.token_list(person, NoParams()).tokens
+        if t.revoked_at is None and (t.expires_at is None or t.expires_at > now)
+    ]
+    if live:
+        return None
+    params = TokenCreateParams.model_validate({"name": FIRST_ADMIN_NAME, "permission": "admin"})
+    created = service.token_create(person, params)
+    return created.token
+
+
+def announce(url: str, token: str | None) -> None:
+    """For the person who started the server; stdout, apart from the JSON logs on stderr."""
+    lines = [
+        f"lorestore serving {url}",
+        f"  MCP (streamable HTTP): {url}/mcp",
+        f"  REST: {url}{API_PREFIX}/<operation>   OpenAPI: {url}{OPENAPI_PATH}",
+    ]
+    if token:
+        lines += [
+            "",
+            "Admin token, shown this once (only its hash is stored):",
+            f"  {token}",
+            f"  export LORESTORE_URL={url} LORESTORE_TOKEN={token}",
+            f"  claude mcp add --transport http lorestore {url}/mcp "
+            f'--header "Authorization: Bearer {token}"',
+            "Give agents a narrower one: lorestore token create --name NAME --permission write",
+        ]
+    print("\n".join(lines), flush=True)
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    # uvicorn re-raises the signal it shut down for once it is done; end with status 0 instead
+    # of dying of it, so the store is closed below.
+    raise SystemExit(0)
+
+
+def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> None:
+    import uvicorn
+
+    from lorestore.composition import build_service
+    from lorestore.transports.http.app import build_app
+    from lorestore.transports.http.logs import log_config
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # listening: only now is the URL true and a token worth minting
+                token = bootstrap_token(service, settings.principal) if admin_token else None
+                announce(f"http://{f'[{host}]' if ':' in host else host}:{port}", token)
+
+    service = build_service(settings)
+    previous = signal.signal(signal.SIGTERM, _exit_cleanly)
+    try:
+        config = uvicorn.Config(
+            build_app(service, settings),
+            host=host,
+            port=port,
+            log_config=log_config(),
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+            lifespan="on",
+        )
+        Server(config).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        service.store.close()
+        sys.stdout.flush()

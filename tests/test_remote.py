@@ -1,0 +1,166 @@
+"""Remote mode: with LORESTORE_URL and LORESTORE_TOKEN the CLI and ``lorestore mcp`` work on a
+real server through its REST API, with the same commands, the same output byte for byte and
+the same exit codes as on the server's store locally."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from tests.conftest import Cli, CliResult
+from tests.serving import EXE, Server, base_env
+
+from lorestore.auth.actor import local_actor
+from lorestore.composition import build_service
+from lorestore.config import load_settings
+from lorestore.models import TokenCreateParams
+
+pytestmark = pytest.mark.slow
+S = "repo::acme/app"
+
+
+class Both:
+    """Runs a CLI command against the server (remote) and on its store directly (local)."""
+
+    def __init__(self, cli: Cli, server: Server, token: str, monkeypatch: pytest.MonkeyPatch):
+        self.cli = cli
+        self.server = server
+        self.token = token
+        self.monkeypatch = monkeypatch
+
+    def remote(self, *args: str, token: str | None = None) -> CliResult:
+        with self.monkeypatch.context() as env:
+            env.setenv("LORESTORE_URL", self.server.url)
+            env.setenv("LORESTORE_TOKEN", token or self.token)
+            return self.cli(*args)
+
+    def local(self, *args: str) -> CliResult:
+        return self.cli(*args)
+
+    def same(self, *args: str) -> CliResult:
+        remote, local = self.remote(*args), self.local(*args)
+        assert (remote.exit_code, remote.stdout, remote.stderr) == (
+            local.exit_code,
+            local.stdout,
+            local.stderr,
+        ), args
+        return remote
+
+
+@pytest.fixture
+def both(home: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Iterator[Both]:
+    service = build_service(load_settings())
+    token = service.token_create(
+        local_actor(), TokenCreateParams(name="laptop", permission="admin")
+    )  # type: ignore[call-arg]
+    service.store.close()
+    server = Server(home, "--no-admin-token")
+    yield Both(cli, server, token.token, monkeypatch)
+    server.stop()
+
+
+def test_cli_output_and_exit_codes_match_local(both: Both) -> None:
+    written = both.remote(
+        "write", S, "pg", "Integration tests need Postgres", "--tag", "db", "--json"
+    )
+    assert written.exit_code == 0, written.stderr
+    assert both.remote("write", S, "ci", "CI caches Postgres", "--json").exit_code == 0
+    assert both.remote("archive", S, "ci", "--json").exit_code == 0
+    read = both.same("read", S, "pg", "--json")
+    assert read.json()["lesson"] == written.json()["lesson"]
+    both.same("read", S, "pg")  # the human rendering too
+    for args in (
+        ("history", S, "pg", "--json"),
+        ("list", S, "--json"),
+        ("list", S, "--tag", "db"),
+        ("search", "postgres", "-s", S, "--json"),
+        ("scopes", "--json"),
+        ("audit", "--scope", S, "--json"),
+        ("review-queue", "--json"),
+    ):
+        assert both.same(*args).exit_code == 0, args
+    # Errors: the same code, hint, stderr and exit status.
+    assert both.same("read", S, "ci", "--json").exit_code == 1
+    assert both.same("read", S, "nope", "--json").error()["code"] == "not_found"
+    bad = both.same("write", "repo:acme/app", "k", "v", "--json")
+    assert bad.exit_code == 2 and bad.error()["code"] == "invalid_scope"
+    assert both.same("list", S, "--limit", "0", "--json").exit_code == 2
+    conflict = both.same("write", S, "pg", "other", "--if-version", "9", "--json")
+    assert conflict.exit_code == 1 and conflict.error()["code"] == "version_conflict"
+    both.same("read", S, "nope")  # human error output
+
+
+def test_remote_commands_act_with_the_tokens_rights(both: Both) -> None:
+    reader = both.remote("token", "create", "--name", "ro", "--permission", "read", "--json")
+    token = reader.json()["token"]
+    refused = both.remote("write", S, "k", "v", "--json", token=token)
+    assert refused.exit_code == 1 and refused.error()["code"] == "forbidden"
+    assert both.remote("write", S, "k", "v", "--json").exit_code == 0
+    assert both.remote("read", S, "k", "--json", token=token).json()["lesson"]["value"] == "v"
+    wrong = both.remote("scopes", "--json", token="lst_" + "C" * 43)
+    assert wrong.exit_code == 1 and wrong.error()["code"] == "unauthenticated"
+
+
+def test_remote_configuration_errors(both: Both, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORESTORE_URL", both.server.url)
+    missing = both.cli("scopes", "--json")
+    assert missing.exit_code == 1 and missing.error()["code"] == "config_error"
+    monkeypatch.setenv("LORESTORE_TOKEN", both.token)
+    maintain = both.cli("maintain", "--json")
+    assert maintain.exit_code == 1 and "server" in maintain.error()["hint"]
+    monkeypatch.setenv("LORESTORE_URL", "http://127.0.0.1:9")  # nothing listens on discard
+    down = both.cli("scopes", "--json")
+    assert down.exit_code == 1 and "cannot reach" in down.error()["message"]
+    monkeypatch.setenv("LORESTORE_URL", both.server.url)
+    assert both.cli("scopes", "--json").exit_code == 0
+
+
+def run_remote_mcp(both: Both, scenario: Any) -> None:
+    env = base_env(Path(os.devnull), LORESTORE_URL=both.server.url, LORESTORE_TOKEN=both.token)
+    env.pop("LORESTORE_HOME")  # remote mode needs no local store at all
+    params = StdioServerParameters(command=EXE, args=["mcp"], env=env)
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await scenario(client)
+
+    anyio.run(main)
+
+
+def test_lorestore_mcp_in_remote_mode(both: Both) -> None:
+    results: dict[str, Any] = {}
+
+    async def first(client: Client) -> None:
+        for _ in range(2):
+            written = await client.call_tool(
+                "memory_write", {"scope": S, "key": "k", "value": "remote lesson"}
+            )
+            results.setdefault("writes", []).append(written.structured_content)
+        read = await client.call_tool("memory_read", {"scope": S, "key": "k"})
+        results["read"] = read.structured_content
+        bad = await client.call_tool("memory_read", {"scope": "repo:acme/app", "key": "k"})
+        results["bad"] = (bad.is_error, bad.structured_content)
+
+    async def second(client: Client) -> None:
+        again = await client.call_tool(
+            "memory_write", {"scope": S, "key": "k", "value": "remote lesson"}
+        )
+        results["second"] = again.structured_content
+
+    run_remote_mcp(both, first)
+    run_remote_mcp(both, second)
+    assert results["read"]["lesson"] == results["writes"][1]["lesson"]
+    assert results["second"]["lesson"] == both.local("read", S, "k", "--json").json()["lesson"]
+    # One `lorestore mcp` process is one agent session, remotely as locally.
+    assert [w["result"] for w in results["writes"]] == ["created", "seen"]
+    assert results["writes"][1]["lesson"]["seen_count"] == 1
+    assert results["second"]["lesson"]["seen_count"] == 2
+    assert results["read"]["lesson"]["source"]["session"].startswith("mcp-")
+    is_error, body = results["bad"]
+    assert is_error and body["error"]["code"] == "invalid_scope"
