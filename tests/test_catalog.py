@@ -26,6 +26,8 @@ def _commands() -> dict[tuple[str | None, str], Any]:
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         if hasattr(command, "list_commands"):
+            if any(p.name != "help" for p in command.params):
+                found[(None, name)] = command  # the group's own action (`lorestore audit`)
             sub_ctx = command.context_class(command)
             for sub in command.list_commands(sub_ctx):
                 found[(name, sub)] = command.get_command(sub_ctx, sub)

@@ -39,11 +39,18 @@ class Tools:
         return body
 
 
-def run_mcp(home: Path, scenario: Callable[[Tools], Awaitable[None]], **env: str) -> None:
+def run_mcp(
+    home: Path,
+    scenario: Callable[[Tools], Awaitable[None]],
+    *,
+    cwd: Path | None = None,
+    **env: str,
+) -> None:
     params = StdioServerParameters(
         command=EXE,
         args=["mcp"],
         env={"LORESTORE_HOME": str(home), "PATH": os.environ.get("PATH", ""), **env},
+        cwd=cwd,
     )
 
     async def main() -> None:

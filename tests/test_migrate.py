@@ -16,7 +16,6 @@ from typing import Any
 
 import psycopg
 import pytest
-import typer
 from psycopg import sql
 from tests.conftest import Clock, dump_text
 from tests.migrating import (
@@ -38,7 +37,7 @@ from tests.pg import Template
 from typer.testing import CliRunner
 
 from lorestore.auth.actor import Actor
-from lorestore.cli.migrate import migrate_command
+from lorestore.cli.main import app
 from lorestore.core.errors import LorestoreError
 from lorestore.models import Address, NoParams, ReadParams, RejectParams, SearchParams
 from lorestore.service import LessonService
@@ -46,22 +45,11 @@ from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.postgres.setup import init_database
 from lorestore.storage.sqlite import SQLiteStore
 
-# The lead registers the command in cli/main.py with `app.command("migrate")(migrate_command)`;
-# until then the tests build the same registration (switch to `lorestore.cli.main.app` then).
-app = typer.Typer()
-app.command("migrate")(migrate_command)
-
-
-@app.callback()
-def _root() -> None:
-    """lorestore (the migrate command only)."""
-
-
 # --- running the command ---------------------------------------------------------------
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["migrate", *args], catch_exceptions=False)
+    result = CliRunner().invoke(app, ["migrate", *args], catch_exceptions=False)  # the real CLI
     return result.exit_code, result.stdout, result.stderr
 
 

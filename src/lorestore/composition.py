@@ -20,5 +20,18 @@ def open_store(settings: Settings) -> Store:
     return SQLiteStore(settings.sqlite_path)
 
 
-def build_service(settings: Settings) -> LessonService:
-    return LessonService(open_store(settings), corroborate_at=settings.corroborate_at)
+def build_service(settings: Settings, *, local_files: bool = False) -> LessonService:
+    """The service for an entry point. ``local_files``: the caller runs where the agent's
+    working directory is (the CLI, the stdio MCP server), so recall may hash depends_on
+    files with git there; a server never reads its own disk on a client's behalf."""
+    blob_lookup = None
+    if local_files:
+        from lorestore.gitinfo import blob_hashes
+
+        blob_lookup = blob_hashes
+    return LessonService(
+        open_store(settings),
+        corroborate_at=settings.corroborate_at,
+        rate_limit=settings.rate_limit,
+        blob_lookup=blob_lookup,
+    )

@@ -22,6 +22,7 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_URL": "a lorestore server the CLI and `lorestore mcp` use instead of a local store",
     "LORESTORE_TOKEN": "the bearer token sent to LORESTORE_URL",
     "LORESTORE_MAX_REQUEST_BYTES": "largest HTTP request body `lorestore serve` accepts",
+    "LORESTORE_RATE_LIMIT": "requests a token may make per minute (default 600), or off",
     "LORESTORE_CORS_ORIGINS": "comma-separated origins allowed cross-origin (default: CORS off)",
     "LORESTORE_MAINTENANCE_HOURS": "hours between the server's maintenance runs, or off",
     "LORESTORE_PURGE_EXPIRED": "on/off: maintenance erases expired lessons",
@@ -48,6 +49,7 @@ class Settings:
     purge_expired: bool = True
     archive_retention_days: int | None = 30
     recall_retention_days: int | None = 30
+    rate_limit: int | None = 600
 
     @property
     def principal(self) -> str:
@@ -161,5 +163,6 @@ def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "maintenance_hours": None if hours is None else float(hours),
         "purge_expired": _switch(env, "LORESTORE_PURGE_EXPIRED", True),
         "archive_retention_days": _whole(env, "LORESTORE_ARCHIVE_RETENTION_DAYS", 30, 0, 3650),
+        "rate_limit": _whole(env, "LORESTORE_RATE_LIMIT", 600, 1, 1_000_000),
         "recall_retention_days": _whole(env, "LORESTORE_RECALL_RETENTION_DAYS", 30, 0, 3650),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,11 @@ from typing import Any
 
 _REMOTE = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$")
 GIT_TIMEOUT_S = 5
+GIT_OPERATIONS = frozenset({"memory_recall", "memory_write"})
+# An agent calls recall and write many times a session: git is asked again at most this
+# often per directory, so a commit or branch switch shows within a second.
+CONTEXT_TTL_S = 1.0
+_context_cache: dict[str, tuple[float, GitContext | None]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,17 @@ def repo_from_remote(url: str) -> str | None:
 
 def git_context(cwd: str | Path) -> GitContext | None:
     """The repository, branch and HEAD of ``cwd``, or None outside a git work tree."""
+    key = str(cwd)
+    cached = _context_cache.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < CONTEXT_TTL_S:
+        return cached[1]
+    context = _read_context(cwd)
+    _context_cache[key] = (now, context)
+    return context
+
+
+def _read_context(cwd: str | Path) -> GitContext | None:
     root = _git(cwd, "rev-parse", "--show-toplevel")
     if root is None:
         return None
@@ -81,7 +98,7 @@ def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
 def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) -> dict[str, Any]:
     """Complete a call's arguments from git, never overriding what the caller gave: a recall's
     context, and a written lesson's source and depends_on blobs."""
-    if operation not in ("memory_recall", "memory_write"):
+    if operation not in GIT_OPERATIONS:
         return arguments
     context = git_context(cwd)
     if context is None:

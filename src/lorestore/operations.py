@@ -71,6 +71,7 @@ Surface = Literal["mcp", "rest", "cli"]
 CLI_GROUPS = {
     "token": "Create, list and revoke bearer tokens for the HTTP surfaces.",
     "org": "Organisations: members, invites and the scopes they own.",
+    "audit": "The append-only audit log: list it, or verify its hash chains.",
 }
 ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
 # Minting and revoking credentials is for people, not for the agents MCP serves.

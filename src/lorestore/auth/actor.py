@@ -47,9 +47,9 @@ def local_actor(
     return Actor(principal, principal, ALL_PERMISSIONS, session=session, agent=agent)
 
 
-def local_agent(*, session: str, agent: str | None = None) -> Actor:
+def local_agent(*, principal: str = "user:local", session: str, agent: str | None = None) -> Actor:
     """An agent working for the local user through the MCP server: it reads and writes the
     user's lessons but cannot review them (no self-approval) or erase them."""
     return Actor(
-        "user:local", "user:local", AGENT_PERMISSIONS, session=session, agent=agent, is_person=False
+        principal, principal, AGENT_PERMISSIONS, session=session, agent=agent, is_person=False
     )

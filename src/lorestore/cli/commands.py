@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from pydantic.fields import FieldInfo
 
+from lorestore.cli.render import failure
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Source
 from lorestore.operations import Operation
@@ -114,7 +115,8 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
         elif name == "depends_on":
             info = typer.Option(
                 "--depends-on",
-                help="a file the lesson relies on, PATH=BLOB (repeatable)",
+                help="a file the lesson relies on: PATH (its blob hash is read from git) or "
+                "PATH=BLOB; repeatable",
                 rich_help_panel="Provenance",
             )
             parameters.append(
@@ -139,7 +141,11 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
 
     def command(**kwargs: Any) -> None:
         as_json = bool(kwargs.pop("json_output"))
-        run(op, _collect(op, kwargs), as_json)
+        try:
+            data = _collect(op, kwargs)
+        except LorestoreError as error:
+            raise failure(error, as_json) from None
+        run(op, data, as_json)
 
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__name__ = op.cli_name.replace("-", "_")
@@ -173,14 +179,15 @@ def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dependency(item: str) -> dict[str, str]:
+    """``PATH`` (the blob is read from git) or ``PATH=BLOB``."""
     path, sep, blob = item.partition("=")
-    if not sep or not path or not blob:
+    if not path or (sep and not blob):
         raise LorestoreError(
             "invalid_argument",
-            f"--depends-on {item!r} is not PATH=BLOB",
-            hint="e.g. --depends-on tests/conftest.py=9fceb02...",
+            f"--depends-on {item!r} is not PATH or PATH=BLOB",
+            hint="e.g. --depends-on tests/conftest.py",
         )
-    return {"path": path, "blob": blob}
+    return {"path": path, "blob": blob} if blob else {"path": path}
 
 
 def _read_stdin() -> str:
@@ -191,3 +198,22 @@ def _read_stdin() -> str:
             hint="pass it as the third argument or pipe it on stdin",
         )
     return sys.stdin.read().rstrip("\n")
+
+
+def default_action(command: Callable[..., None]) -> Callable[..., None]:
+    """Make a command the callback of a group: it runs only when no sub-command was given,
+    and takes the same options."""
+
+    def callback(ctx: typer.Context, **kwargs: Any) -> None:
+        if ctx.invoked_subcommand is None:
+            command(**kwargs)
+
+    signature = inspect.signature(command)
+    context = inspect.Parameter(
+        "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
+    )
+    callback.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[context, *signature.parameters.values()]
+    )
+    callback.__doc__ = command.__doc__
+    return callback

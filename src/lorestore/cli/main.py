@@ -4,8 +4,7 @@ commands generated from the catalog, and ``mcp``, ``serve`` and ``maintain``. Wi
 
 from __future__ import annotations
 
-import json
-import sys
+import os
 import uuid
 from typing import Annotated, Any
 
@@ -14,11 +13,11 @@ from rich.console import Console
 
 from lorestore import __version__
 from lorestore.auth.actor import local_actor, local_agent
-from lorestore.cli.backend import open_backend
-from lorestore.cli.commands import build_command
+from lorestore.cli.backend import open_backend, with_git_context
+from lorestore.cli.commands import build_command, default_action
 from lorestore.cli.db import db_app
 from lorestore.cli.migrate import migrate_command
-from lorestore.cli.render import render, render_error
+from lorestore.cli.render import failure, render
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import CLI_GROUPS, Operation, on_surface
@@ -32,16 +31,8 @@ app = typer.Typer(
 )
 
 
-def _print_error(error: LorestoreError, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
-    else:
-        render_error(Console(stderr=True), error)
-
-
 def _fail(error: LorestoreError, as_json: bool) -> typer.Exit:
-    _print_error(error, as_json)
-    return typer.Exit(2 if error.bad_input else 1)
+    return failure(error, as_json)
 
 
 def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
@@ -53,7 +44,7 @@ def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
         )
         backend = open_backend(settings, actor)
         try:
-            result = backend.invoke(op, params)
+            result = with_git_context(backend.invoke, os.getcwd())(op, params)
         finally:
             backend.close()
     except LorestoreError as error:
@@ -64,15 +55,23 @@ def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
         render(Console(), result)
 
 
+_default_actions = {op.cli_name for op in on_surface("cli") if op.cli_group is None}
 _groups = {
-    name: typer.Typer(name=name, help=text, no_args_is_help=True)
+    name: typer.Typer(name=name, help=text, no_args_is_help=name not in _default_actions)
     for name, text in CLI_GROUPS.items()
 }
-for _name, _group in _groups.items():
-    app.add_typer(_group, name=_name)
 for _op in on_surface("cli"):
+    if _op.cli_group is None and _op.cli_name in _groups:
+        # `lorestore audit` lists the log and `lorestore audit verify` checks it: an operation
+        # named like a group is the group's own action when no sub-command follows.
+        _groups[_op.cli_name].callback(invoke_without_command=True, help=_op.summary)(
+            default_action(build_command(_op, run_operation))
+        )
+        continue
     _target = _groups[_op.cli_group] if _op.cli_group else app
     _target.command(_op.cli_name, help=_op.summary)(build_command(_op, run_operation))
+for _name, _group in _groups.items():
+    app.add_typer(_group, name=_name)
 # Store administration, beside the catalog's operations: PostgreSQL setup and store copies.
 app.add_typer(db_app, name="db")
 app.command("migrate")(migrate_command)
@@ -99,11 +98,12 @@ def mcp_command(
         # One server process serves one agent session: its writes share a session id so that
         # recurrence counts sessions, not calls.
         session = settings.session or f"mcp-{uuid.uuid4()}"
-        backend = open_backend(settings, local_agent(session=session, agent=settings.agent))
+        agent = local_agent(principal=settings.principal, session=session, agent=settings.agent)
+        backend = open_backend(settings, agent)
     except LorestoreError as error:
         raise _fail(error, False) from None
     try:
-        serve_stdio(backend.invoke)
+        serve_stdio(with_git_context(backend.invoke, os.getcwd()))
     finally:
         backend.close()
 

@@ -42,6 +42,8 @@ def render() -> str:
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         if hasattr(command, "list_commands"):
+            if any(p.name != "help" for p in command.params):
+                _render_command(parts, name, command)  # the group's own action
             sub_ctx = command.context_class(command)
             for sub in command.list_commands(sub_ctx):
                 _render_command(parts, f"{name} {sub}", command.get_command(sub_ctx, sub))

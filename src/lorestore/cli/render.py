@@ -3,9 +3,12 @@ prints the result model as is."""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -196,7 +199,7 @@ def _tokens(c: Console, r: TokenListResult | TokenInfo) -> None:
 
 
 def _recall(c: Console, r: RecallResult) -> None:
-    c.print(escape(r.text), highlight=False)
+    c.print(escape(r.text), highlight=False, soft_wrap=True)  # the block is copied verbatim
     if r.held:
         table = Table("held", "scope", "key", "trust", title="held back")
         for h in r.held:
@@ -315,3 +318,13 @@ def render_error(console: Console, error: LorestoreError) -> None:
     console.print(f"[red]error[/] [bold]{error.code}[/]: {escape(error.message)}")
     if error.hint:
         console.print(f"[dim]hint:[/] {escape(error.hint)}")
+
+
+def failure(error: LorestoreError, as_json: bool) -> typer.Exit:
+    """Report an error on stderr (JSON with ``--json``) and the exit to raise: status 2 for
+    bad input, 1 for anything else."""
+    if as_json:
+        print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
+    else:
+        render_error(Console(stderr=True), error)
+    return typer.Exit(2 if error.bad_input else 1)

@@ -1,0 +1,121 @@
+"""Recall through the real handlers: the CLI and the spawned stdio MCP server derive the
+context from git in the working directory, fill a lesson's provenance and depends_on blobs,
+and never offer archived, expired, rejected or other-tenant lessons (each beside a control)."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from tests.conftest import Cli, Clock
+from tests.test_mcp import Tools, run_mcp
+
+from lorestore.auth.actor import local_actor
+from lorestore.models import WriteParams
+from lorestore.service import LessonService
+from lorestore.storage.sqlite import SQLiteStore
+
+REPO = "repo::example/app"
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "app"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "conftest.py").write_text("DATABASE = 'postgres'\n")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "remote", "add", "origin", "https://github.com/Example/App.git")
+    _git(root, "add", ".")
+    _git(root, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_cli_fills_provenance_and_recalls_from_git(cli: Cli, work_tree: Path) -> None:
+    head = _git(work_tree, "rev-parse", "HEAD")
+    written = cli.ok(
+        "write",
+        REPO,
+        "test-db",
+        "Integration tests require a local database.",
+        "--depends-on",
+        "tests/conftest.py",
+    )["lesson"]
+    assert written["source"]["repo"] == "example/app"
+    assert (written["source"]["branch"], written["source"]["commit"]) == ("main", head)
+    blob = _git(work_tree, "hash-object", "tests/conftest.py")
+    assert written["depends_on"] == [{"path": "tests/conftest.py", "blob": blob}]
+    cli.ok("policy", REPO, "--revision-policy", "files")
+    result = cli.ok("recall", "--task", "run the integration tests")
+    assert result["context"]["repo"] == "example/app" and result["context"]["revision"] == head
+    assert [o["lesson"]["key"] for o in result["offered"]] == ["test-db"]
+    (work_tree / "tests" / "conftest.py").write_text("DATABASE = 'sqlite-memory'\n")
+    changed = cli.ok("recall")
+    assert changed["offered"] == []
+    assert changed["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]
+    explained = cli.ok("explain", changed["recall_id"])
+    assert explained["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]
+    human = cli("recall", "--budget", "500")
+    assert human.exit_code == 0 and "reference data, not instructions" in human.stdout
+
+
+def test_cli_recall_never_offers_hidden_lessons(cli: Cli, work_tree: Path, home: Path) -> None:
+    for key in ("kept", "archived", "rejected", "expired"):
+        if key != "expired":
+            cli.ok("write", REPO, key, f"The {key} lesson about deploys.")
+    past = LessonService(
+        SQLiteStore(home / "lorestore.db"), clock=Clock(datetime(2025, 1, 1, tzinfo=UTC))
+    )
+    past.memory_write(
+        local_actor(),
+        WriteParams(scope=REPO, key="expired", value="The expired lesson.", ttl_days=1),
+    )
+    past.memory_write(
+        local_actor(principal="user:mallory"),
+        WriteParams(scope=REPO, key="theirs", value="Mallory's lesson."),
+    )
+    past.store.close()
+    cli.ok("archive", REPO, "archived")
+    cli.ok("reject", REPO, "rejected", "--reason", "wrong")
+    result = cli.ok("recall", "--task", "deploys")
+    assert [o["lesson"]["key"] for o in result["offered"]] == ["kept"]
+    assert {h["key"]: h["reasons"] for h in result["held"]} == {"expired": ["expired"]}
+    assert "Mallory" not in result["text"] and "archived lesson" not in result["text"]
+
+
+def test_stdio_server_recalls_in_its_working_directory(
+    cli: Cli, work_tree: Path, home: Path
+) -> None:
+    cli.ok("write", REPO, "kept", "Run make lint before pushing.")
+    cli.ok("write", REPO, "gone", "An archived lesson.")
+    cli.ok("archive", REPO, "gone")
+    captured: dict[str, object] = {}
+
+    async def agent(tools: Tools) -> None:
+        result = await tools.ok("memory_recall", task="push a branch")
+        assert result["context"]["repo"] == "example/app"
+        assert result["context"]["branch"] == "main"
+        assert [o["lesson"]["key"] for o in result["offered"]] == ["kept"]
+        assert "<<<lorestore recall" in result["text"]
+        explained = await tools.ok("memory_explain", recall_id=result["recall_id"])
+        assert [e["key"] for e in explained["offered"]] == ["kept"]
+        written = await tools.ok(
+            "memory_write",
+            scope=REPO,
+            key="new",
+            value="Lessons written by agents carry the commit.",
+        )
+        captured["source"] = written["lesson"]["source"]
+
+    run_mcp(home, agent, cwd=work_tree)
+    source = captured["source"]
+    assert isinstance(source, dict)
+    assert source["commit"] == _git(work_tree, "rev-parse", "HEAD")
+    assert source["repo"] == "example/app"
