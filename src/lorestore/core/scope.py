@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from lorestore.core.errors import LorestoreError
@@ -100,8 +101,11 @@ def _invalid(
     )
 
 
+@lru_cache(maxsize=4096)
 def parse_scope(raw: str) -> Scope:
-    """Parse and normalise ``raw``; raise ``invalid_scope`` with a corrected form as hint."""
+    """Parse and normalise ``raw``; raise ``invalid_scope`` with a corrected form as hint.
+
+    Cached: an agent names the same few scopes over and over (a refusal is not cached)."""
     if not isinstance(raw, str) or not raw.strip():
         raise LorestoreError(
             "invalid_scope",

@@ -1,6 +1,27 @@
+-- name: lesson_docs
+-- Each lesson with its record as JSON built by SQLite, which pydantic validates without
+-- Python in between: the read paths' hot loop (a temporary view, defined per connection).
+CREATE TEMP VIEW IF NOT EXISTS lesson_docs AS
+SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value_digest,
+    pending_version,
+    json_object(
+        'id', id, 'scope', scope, 'key', key, 'value', value, 'tags', json(tags),
+        'kind', kind,
+        'owner', json_object(substr(owner, 1, instr(owner, ':') - 1),
+                             substr(owner, instr(owner, ':') + 1)),
+        'trust', trust, 'status', status, 'version', version, 'seen_count', seen_count,
+        'valid_from', valid_from, 'valid_to', valid_to, 'recorded_at', recorded_at,
+        'created_at', created_at, 'updated_at', updated_at, 'archived_at', archived_at,
+        'expires_at', expires_at, 'source', json(source), 'depends_on', json(depends_on),
+        'review', json(review), 'ext', json(ext),
+        'pending_revision', json(CASE WHEN pending_version IS NULL THEN 'false' ELSE 'true' END)
+    ) AS doc
+FROM lessons;
+
 -- name: lesson_at
 -- The lesson at an address, archived or not.
-SELECT * FROM lessons WHERE owner = :owner AND scope = :scope AND key = :key;
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE owner = :owner AND scope = :scope AND key = :key;
 
 -- name: lesson_by_id
 -- A lesson by its stable id.
@@ -121,20 +142,21 @@ LIMIT :limit;
 
 -- name: list_lessons
 -- Active, unexpired lessons of a scope, newest first, after a keyset cursor.
-SELECT * FROM lessons
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
 WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'rejected'
   AND (expires_at IS NULL OR expires_at > :now)
   AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
-  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
 ORDER BY updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: search
 -- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first.
-SELECT l.*, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
+SELECT l.pk, l.value_digest, l.pending_version, l.doc,
+       -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
        snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
-FROM lessons_fts JOIN lessons AS l ON l.pk = lessons_fts.rowid
+FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
 WHERE lessons_fts MATCH :match
   AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
   AND l.status = 'active' AND l.trust != 'rejected'
@@ -298,8 +320,8 @@ RETURNING requests;
 
 -- name: recall_by_text
 -- Recall candidates of one rung that the task's words match, best BM25 first.
-SELECT l.*, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
-FROM lessons_fts JOIN lessons AS l ON l.pk = lessons_fts.rowid
+SELECT l.pk, l.value_digest, l.pending_version, l.doc, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
+FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
 WHERE lessons_fts MATCH :match AND l.owner = :owner AND l.scope = :scope
   AND l.status = 'active' AND l.trust != 'rejected'
 ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)
@@ -307,14 +329,14 @@ LIMIT :limit;
 
 -- name: recall_recent
 -- Recall candidates of one rung: the newest served (or expired) lessons.
-SELECT *, 0.0 AS score FROM lessons
+SELECT pk, value_digest, pending_version, doc, 0.0 AS score FROM lesson_docs
 WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'rejected'
 ORDER BY updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: recall_trusted
 -- Recall candidates of one rung: the newest verified and corroborated lessons.
-SELECT *, 0.0 AS score FROM lessons
+SELECT pk, value_digest, pending_version, doc, 0.0 AS score FROM lesson_docs
 WHERE owner = :owner AND scope = :scope AND status = 'active'
   AND trust IN ('verified', 'corroborated')
 ORDER BY updated_at DESC
@@ -342,3 +364,72 @@ VALUES (:owner, :scope, :revision_policy, :require_review, :at, :by)
 ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_policy,
     require_review = excluded.require_review, updated_at = excluded.updated_at,
     updated_by = excluded.updated_by;
+
+-- name: export_lessons
+-- A page of the given owners' lessons in any state, ordered by stable id (lorestore export).
+SELECT * FROM lessons
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND (:after_id IS NULL OR id > :after_id)
+ORDER BY id LIMIT :limit;
+
+-- name: versions_of
+-- Every version of a page of lessons, oldest first, with the lesson's id (lorestore export).
+SELECT v.*, l.id AS lesson_id
+FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
+WHERE v.lesson_pk IN (SELECT value FROM json_each(:pks))
+ORDER BY v.lesson_pk, v.version;
+
+-- name: import_lesson
+-- Add an imported lesson under its own id; nothing when its id or address is taken.
+INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version)
+VALUES (:id, :owner, :scope, :key, :value, :value_digest, :tags, :kind, :trust, :status,
+    :version, :seen_count, :valid_from, :valid_to, :recorded_at, :created_at, :updated_at,
+    :archived_at, :expires_at, :source, :depends_on, :review, :ext, :pending_version)
+ON CONFLICT DO NOTHING
+RETURNING pk;
+
+-- name: export_tombstones
+-- A page of the given owners' tombstones, lifted ones included, ordered by id.
+SELECT * FROM tombstones
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND (:after_id IS NULL OR id > :after_id)
+ORDER BY id LIMIT :limit;
+
+-- name: tombstone_by_id
+-- One tombstone of an owner by id, live or lifted.
+SELECT * FROM tombstones WHERE owner = :owner AND id = :id;
+
+-- name: import_tombstone
+-- Add an imported tombstone as it stands (live or lifted); nothing when its id is taken.
+INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id,
+    lifted_at, lifted_by, lift_reason, ext)
+VALUES (:id, :owner, :scope, :value_digest, :reason, :actor, :created_at, :lesson_id,
+    :lifted_at, :lifted_by, :lift_reason, :ext)
+ON CONFLICT DO NOTHING;
+
+-- name: export_policies
+-- The given owners' scope policies, ordered by owner and scope.
+SELECT * FROM scope_policies
+WHERE owner IN (SELECT value FROM json_each(:owners))
+ORDER BY owner, scope;
+
+-- name: import_policy
+-- Add an imported scope policy; nothing when the owner has one for the scope already.
+INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at,
+    updated_by, ext)
+VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated_by, :ext)
+ON CONFLICT DO NOTHING;
+
+-- name: import_foreign
+-- Keep an imported record of an unknown type; nothing when it is kept already.
+INSERT INTO foreign_records (owner, digest, type, scope, record, imported_at, imported_by)
+VALUES (:owner, :digest, :type, :scope, :record, :imported_at, :imported_by)
+ON CONFLICT DO NOTHING;
+
+-- name: export_foreign
+-- A page of the given owners' kept records of unknown types, by (owner, digest).
+SELECT * FROM foreign_records
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND (:after_owner IS NULL OR owner > :after_owner
+       OR (owner = :after_owner AND digest > :after_digest))
+ORDER BY owner, digest LIMIT :limit;

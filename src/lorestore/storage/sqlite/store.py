@@ -45,6 +45,7 @@ from lorestore.storage.rows import (
     version_from_row,
     version_params,
 )
+from lorestore.storage.sqlite.portable import PortablePrimitives
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
 BUSY_TIMEOUT_MS = 30_000
@@ -64,13 +65,19 @@ def _membership(row: sqlite3.Row) -> Membership:
     return Membership(row["org"], row["member"], row["role"], row["created_at"])
 
 
+def _stored_doc(row: sqlite3.Row) -> StoredLesson:
+    """A row of the lesson_docs view: the record comes as JSON, validated in one step."""
+    lesson = Lesson.model_validate_json(row["doc"])
+    return StoredLesson(lesson, row["pk"], row["value_digest"], row["pending_version"])
+
+
 def _stored(row: sqlite3.Row) -> StoredLesson:
     return StoredLesson(
         lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"]
     )
 
 
-class SQLiteTransaction:
+class SQLiteTransaction(PortablePrimitives):
     """The Transaction primitives over one open SQLite transaction."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -85,7 +92,7 @@ class SQLiteTransaction:
 
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
-        return _stored(row) if row else None
+        return _stored_doc(row) if row else None
 
     def lesson_by_id(self, owner: str, lesson_id: str) -> StoredLesson | None:
         row = self._one("lesson_by_id", {"owner": owner, "id": lesson_id})
@@ -225,7 +232,7 @@ class SQLiteTransaction:
             "tags": dumps(list(tags)),
             "ntags": len(tags),
         }
-        return [_stored(r) for r in self._all("list_lessons", params)]
+        return [_stored_doc(r) for r in self._all("list_lessons", params)]
 
     def search(
         self,
@@ -245,7 +252,7 @@ class SQLiteTransaction:
             "ntags": len(tags),
         }
         return [
-            SearchHit(lesson_from_row(r), float(r["score"]), r["snippet"])
+            SearchHit(Lesson.model_validate_json(r["doc"]), float(r["score"]), r["snippet"])
             for r in self._all("search", params)
         ]
 
@@ -408,7 +415,7 @@ class SQLiteTransaction:
         for name in names:
             for row in self._all(name, params):
                 if row["pk"] not in found:
-                    found[row["pk"]] = (_stored(row), float(row["score"]))
+                    found[row["pk"]] = (_stored_doc(row), float(row["score"]))
         return list(found.values())
 
     def insert_recall(self, record: RecallRecord) -> None:
@@ -474,6 +481,7 @@ class SQLiteStore:
         # A hard delete must erase content from the file, not just unlink its pages.
         self._conn.execute("PRAGMA secure_delete = ON")
         self.applied = self._migrate()
+        self._conn.execute(Q["lesson_docs"])
         self._registered: set[str] = set()
 
     def _migrate(self) -> list[migrations.Migration]:
