@@ -149,3 +149,14 @@ def test_console_script_entry_point(home: Path) -> None:
     assert json.loads(done.stdout)["result"] == "created"
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
     assert version.stdout.startswith("lorestore ")
+
+
+def test_db_cap_limits_active_lessons(cli: Cli) -> None:
+    cli.ok("write", S, "one", "first")
+    assert cli("db", "cap", "user:local", "2", "--json").exit_code == 0
+    cli.ok("write", S, "two", "second")
+    refused = cli("write", S, "three", "third", "--json")
+    assert refused.exit_code == 1 and refused.error()["code"] == "cap_exceeded"
+    cli.ok("archive", S, "one")  # archiving makes room
+    assert cli.ok("write", S, "three", "third")["result"] == "created"
+    assert cli("db", "cap", "nobody", "2", "--json").exit_code == 2

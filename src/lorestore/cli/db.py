@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from lorestore.cli.render import failure
 from lorestore.core.errors import LorestoreError
 
 db_app = typer.Typer(
@@ -76,3 +78,50 @@ def init_command(
             "[dim]No password was set on lorestore_app: add one with --app-password, or rely "
             "on your pg_hba.conf (e.g. a local socket).[/]"
         )
+
+
+@db_app.command("cap")
+def cap_command(
+    owner: Annotated[
+        str, typer.Argument(help="user:NAME or org:SLUG", metavar="OWNER", show_default=False)
+    ],
+    limit: Annotated[
+        int, typer.Argument(help="most active lessons the owner may hold", metavar="LIMIT")
+    ],
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            help="sqlite:///PATH, or a PostgreSQL URL that may see every tenant (superuser); "
+            "default: LORESTORE_DATABASE_URL",
+            metavar="URL",
+        ),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Set an owner's cap on active lessons (10,000 unless set). Writes and restores beyond
+    it fail with cap_exceeded; archiving or deleting makes room."""
+    from lorestore.composition import open_store
+    from lorestore.config import load_settings
+
+    try:
+        kind, _, name = owner.strip().lower().partition(":")
+        if kind not in ("user", "org") or not name or not 0 <= limit <= 10_000_000:
+            raise LorestoreError(
+                "invalid_argument",
+                f"{owner!r} {limit}: the owner is user:NAME or org:SLUG and the limit 0-10,000,000",
+                hint="e.g. lorestore db cap org:acme 50000",
+            )
+        settings = load_settings()
+        if database_url:
+            settings = replace(settings, database_url=database_url)
+        store = open_store(settings)
+        try:
+            with store.transaction(write=True) as tx:
+                tx.set_max_active(f"{kind}:{name}", limit)
+        finally:
+            store.close()
+    except LorestoreError as error:
+        raise failure(error, json_output) from None
+    result = {"owner": f"{kind}:{name}", "max_active": limit}
+    print(json.dumps(result) if json_output else f"{result['owner']}: at most {limit} active")
