@@ -1,0 +1,201 @@
+"""``lorestore eval``: the retrieval eval of ``evals/`` on a fresh store per backend (a temporary
+SQLite file; PostgreSQL in a throwaway database set up by ``init_database``), reported as a
+table or as JSON. Exits 1 when any forbidden lesson was served or a floor was missed."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import psycopg
+import typer
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pydantic import ValidationError
+from rich.console import Console
+
+from lorestore.core.errors import LorestoreError
+from lorestore.evaluation import EvalSet, load_set, run_eval
+from lorestore.evaluation_report import Run, forbidden_total, render, report, shortfalls, split_runs
+from lorestore.storage.postgres import PostgresStore
+from lorestore.storage.postgres.setup import init_database
+from lorestore.storage.protocol import Store
+from lorestore.storage.sqlite import SQLiteStore
+
+BACKENDS = ("sqlite", "postgres")
+
+
+@contextmanager
+def sqlite_store() -> Iterator[Store]:
+    with tempfile.TemporaryDirectory(prefix="lorestore-eval-") as tmp:
+        store = SQLiteStore(Path(tmp) / "eval.db")
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def _admin(url: str, statement: sql.Composed) -> None:
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(statement)
+    except psycopg.Error as exc:
+        raise LorestoreError("config_error", f"PostgreSQL refused the eval: {exc}") from exc
+
+
+@contextmanager
+def postgres_store(admin_url: str) -> Iterator[Store]:
+    """A throwaway database on the server of ``admin_url`` (a superuser, as for the test
+    suite), migrated by ``init_database`` and used as the application role; dropped after."""
+    name = f"lorestore_eval_{uuid.uuid4().hex[:12]}"
+    _admin(admin_url, sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        params = conninfo_to_dict(admin_url)
+        params["dbname"] = name
+        setup = init_database(make_conninfo("", **params))
+        store = PostgresStore(setup.app_url, max_size=4)
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        _admin(
+            admin_url,
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)),
+        )
+
+
+@contextmanager
+def open_store(backend: str, database_url: str | None) -> Iterator[Store]:
+    if backend == "sqlite":
+        with sqlite_store() as store:
+            yield store
+        return
+    if not database_url:
+        raise LorestoreError(
+            "invalid_argument",
+            "the postgres backend needs --database-url",
+            hint="pass an admin URL, e.g. postgresql://postgres@127.0.0.1:5432/postgres",
+        )
+    with postgres_store(database_url) as store:
+        yield store
+
+
+def evaluate(evalset: EvalSet, backends: list[str], database_url: str | None) -> list[Run]:
+    """Run the set on each backend, each time into a fresh, empty store."""
+    runs: list[Run] = []
+    for backend in backends:
+        with open_store(backend, database_url) as store:
+            _, outcomes = run_eval(store, evalset)
+        runs += split_runs(backend, outcomes)
+    return runs
+
+
+def _backends(chosen: list[str] | None, database_url: str | None) -> list[str]:
+    backends = chosen or (["sqlite", "postgres"] if database_url else ["sqlite"])
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise LorestoreError(
+            "invalid_argument",
+            f"unknown backend {unknown[0]!r}",
+            hint="use --backend sqlite and/or --backend postgres",
+        )
+    return list(dict.fromkeys(backends))
+
+
+def _load(data: Path, categories: list[str], ids: list[str]) -> EvalSet:
+    try:
+        evalset = load_set(data)
+    except (OSError, ValueError, ValidationError) as exc:
+        raise LorestoreError(
+            "invalid_argument",
+            f"cannot read the eval set in {data}: {exc}",
+            hint="run from the repository root or pass --data DIR",
+        ) from exc
+    chosen = evalset.only(categories=categories, ids=ids)
+    if not chosen.queries:
+        raise LorestoreError("invalid_argument", "no query matches --category / --query")
+    return chosen
+
+
+def eval_command(
+    data: Annotated[
+        Path, typer.Option("--data", help="the eval set directory", metavar="DIR")
+    ] = Path("evals"),
+    backend: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--backend",
+            help="sqlite or postgres; repeat for both (default: sqlite, and postgres when "
+            "--database-url is given)",
+        ),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            help="an admin URL of a PostgreSQL server; the eval creates a throwaway database "
+            "there, runs as lorestore_app and drops it afterwards",
+            metavar="URL",
+        ),
+    ] = None,
+    category: Annotated[
+        list[str] | None, typer.Option("--category", help="only queries of this category")
+    ] = None,
+    query: Annotated[list[str] | None, typer.Option("--query", help="only this query id")] = None,
+    min_recall: Annotated[
+        float | None, typer.Option("--min-recall", help="fail when recall@5 is below this")
+    ] = None,
+    min_mrr: Annotated[
+        float | None, typer.Option("--min-mrr", help="fail when MRR is below this")
+    ] = None,
+    show_misses: Annotated[
+        bool, typer.Option("--show-misses", help="list queries not answered at rank 1")
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Measure retrieval on the committed eval set: recall@5, MRR, nDCG@10 and the
+    forbidden-hit rate per backend, handler (memory_search, memory_recall) and category."""
+    try:
+        evalset = _load(data, category or [], query or [])
+        runs = evaluate(evalset, _backends(backend, database_url), database_url)
+    except LorestoreError as error:
+        message = {"error": error.to_dict()} if json_output else None
+        if message:
+            print(json.dumps(message), file=sys.stderr)
+        else:
+            Console(stderr=True).print(f"[red]error[/] [bold]{error.code}[/]: {error.message}")
+        raise typer.Exit(2 if error.bad_input else 1) from None
+    dataset = {
+        "path": str(data),
+        "lessons": len(evalset.lessons),
+        "queries": len(evalset.queries),
+    }
+    missed = shortfalls(runs, min_recall=min_recall, min_mrr=min_mrr)
+    if json_output:
+        print(json.dumps(report(runs, dataset) | {"shortfalls": missed}, indent=2))
+    else:
+        console = Console()
+        render(console, runs, show_misses=show_misses)
+        console.print(f"forbidden hits: {forbidden_total(runs)}")
+        for line in missed:
+            console.print(f"[red]below the floor[/] {line}")
+    if forbidden_total(runs) or missed:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """``python -m lorestore.cli.eval``: the command on its own, for ``make eval``."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(eval_command)
+    app()
+
+
+if __name__ == "__main__":
+    main()

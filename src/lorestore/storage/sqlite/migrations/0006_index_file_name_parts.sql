@@ -1,0 +1,13 @@
+-- 0006_index_file_name_parts.sql
+--
+-- Why: migration 0006 of the PostgreSQL backend indexes the parts of file names
+--   (`tests/conftest.py` -> tests, conftest, py), which its text-search parser kept as one
+--   lexeme. The embedded store needs no change for that: FTS5's `unicode61` tokenizer already
+--   splits on '.' and '/', and a quoted file name in a query is a phrase of its parts. This
+--   file keeps the two backends' migration numbers in step, so that a store copied between
+--   them (`lorestore migrate`) is at the same schema number on both sides.
+-- What changes: nothing in the schema.
+-- Tenancy: none.
+-- Compatibility: nothing to be compatible with; code that ran against 0005 runs unchanged.
+-- Verify: `SELECT number, name FROM schema_migrations` lists 0006; a search for `conftest.py`
+--   finds a lesson that wrote `tests/conftest.py`, as it did before.
