@@ -12,6 +12,7 @@ help:
 	@echo "make test   install dev dependencies, lint, type-check and run the whole suite"
 	@echo "make lint   ruff + mypy strict on src/"
 	@echo "make bench  run the benchmarks (figures go to docs/benchmarks.md by hand)"
+	@echo "make eval   the retrieval eval of evals/ on SQLite and PostgreSQL (fails on a forbidden hit)"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "lorestore needs Python 3.11+"'
@@ -44,6 +45,11 @@ test: lint
 
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# A superuser URL: the eval creates a throwaway database there. EVAL_DATABASE_URL= runs SQLite only.
+EVAL_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
+eval: $(RUN_STAMP)
+	$(BIN)/lorestore eval $(if $(EVAL_DATABASE_URL),--database-url $(EVAL_DATABASE_URL))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -44,6 +44,8 @@ from lorestore.models import (
     VerifyParams,
     WriteParams,
 )
+from lorestore.portable.jsonl import Incoming
+from lorestore.portable.models import ImportParams
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store
@@ -70,6 +72,7 @@ TABLES = (
     "lesson_sessions",
     "audit_log",
     "recall_log",
+    "foreign_records",
 )
 
 # The lead registers the command in cli/main.py with this one line; until then the tests
@@ -162,6 +165,9 @@ def seed(service: LessonService, store: Store, clock: Clock) -> dict[str, str]:
     service.memory_recall(LOCAL, RecallParams(repo="local/x", branch="feature/a", task="ci"))
     with store.transaction(write=True, actor="user:bob") as tx:
         tx.set_max_active("user:bob", 500)
+    # A record of a type this lorestore does not know, kept by an import.
+    note = Incoming(line=1, record={"type": "note", "scope": TEAM, "text": "kept as given"})
+    service.memory_import(ALICE, ImportParams(), [note])
     clock.advance(days=2)  # the project lesson is expired now
     return secrets
 

@@ -89,3 +89,16 @@ def test_every_setting_is_documented_and_read_only_in_config() -> None:
         read |= found
     assert read <= set(DOCUMENTED_VARIABLES)
     assert read, "the scan found no variables at all; the pattern is broken"
+
+
+def test_streaming_operations_move_bulk_data_over_rest_and_the_cli_only() -> None:
+    """Export and import are declared once, like every operation, but carried by hand-written
+    adapters; DESIGN §6 keeps them off MCP. The parity checks above cover their CLI fields,
+    tests/test_http.py their routes."""
+    streaming = {op.name: op for op in CATALOG if op.streaming}
+    assert set(streaming) == {"memory_export", "memory_import"}
+    for op in streaming.values():
+        assert op.surfaces == {"rest", "cli"}, op.name
+    assert streaming["memory_import"].mutates and not streaming["memory_export"].mutates
+    commands = _commands()
+    assert {(None, "export"), (None, "import")} <= set(commands)

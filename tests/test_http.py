@@ -14,7 +14,7 @@ from tests.conftest import Cli
 from tests.serving import Api, error_of, make_api
 
 from lorestore.core.errors import LorestoreError
-from lorestore.operations import CATALOG, on_surface
+from lorestore.operations import CATALOG, Operation, on_surface
 from lorestore.transports.http.errors import status_of
 from lorestore.transports.http.openapi import REF_TEMPLATE, is_object, openapi_document
 
@@ -41,6 +41,9 @@ def test_every_rest_operation_is_a_route_with_its_schemas(api: Api) -> None:
         assert routes[path].methods == expected, op.name
         item = document["paths"][path]
         assert set(item) == {m.lower() for m in expected - {"HEAD"}}
+        if op.streaming:
+            _check_streaming_item(op, item, schemas)
+            continue
         body = item["post"]["requestBody"]["content"]["application/json"]["schema"]
         result = item["post"]["responses"]["200"]["content"]["application/json"]["schema"]
         published = schemas[body["$ref"].rsplit("/", 1)[1]]
@@ -58,6 +61,29 @@ def test_every_rest_operation_is_a_route_with_its_schemas(api: Api) -> None:
     assert len([p for p in document["paths"] if p.startswith("/api/v1/")]) == len(
         on_surface("rest")
     )
+
+
+def _check_streaming_item(op: Operation, item: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """Export and import stream NDJSON: export takes its arguments as a JSON body or as query
+    parameters; import takes them as query parameters beside its NDJSON body."""
+    own = op.params.model_json_schema(ref_template=REF_TEMPLATE)
+    own = {k: v for k, v in own.items() if k != "$defs"}
+    ndjson = {"application/x-ndjson"}
+    if op.mutates:
+        post = item["post"]
+        assert set(post["requestBody"]["content"]) == ndjson, op.name
+        assert [p["name"] for p in post["parameters"]] == list(own["properties"]), op.name
+        result = post["responses"]["200"]["content"]["application/json"]["schema"]
+        out = op.result.model_json_schema(mode="serialization", ref_template=REF_TEMPLATE)
+        assert schemas[result["$ref"].rsplit("/", 1)[1]] == {
+            k: v for k, v in out.items() if k != "$defs"
+        }
+        return
+    body = item["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schemas[body["$ref"].rsplit("/", 1)[1]] == own, op.name
+    assert [p["name"] for p in item["get"]["parameters"]] == list(own["properties"]), op.name
+    for method in ("get", "post"):
+        assert set(item[method]["responses"]["200"]["content"]) == ndjson, op.name
 
 
 def test_openapi_and_health_need_no_token(api: Api) -> None:

@@ -41,6 +41,7 @@ TENANT_TABLES = {
     "invites",
     "scope_bindings",
     "token_usage",
+    "foreign_records",
 }
 
 

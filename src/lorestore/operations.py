@@ -65,6 +65,7 @@ from lorestore.models import (
     WriteParams,
     WriteResult,
 )
+from lorestore.portable.models import ExportParams, ExportSummary, ImportParams, ImportResult
 from lorestore.service import LessonService
 
 Surface = Literal["mcp", "rest", "cli"]
@@ -76,6 +77,8 @@ CLI_GROUPS = {
 ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
 # Minting and revoking credentials is for people, not for the agents MCP serves.
 ADMIN_SURFACES: frozenset[Surface] = frozenset({"rest", "cli"})
+# Bulk data moves over REST and the CLI; an MCP tool call is no place for a million records.
+BULK_SURFACES: frozenset[Surface] = frozenset({"rest", "cli"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,10 @@ class Operation:
     cli_args: tuple[str, ...] = ()
     mutates: bool = False
     surfaces: frozenset[Surface] = ALL_SURFACES
+    # Moves a stream of records rather than one request and one result: the CLI and REST
+    # generators skip it, and hand-written adapters (cli/portable.py, cli/importing.py,
+    # transports/http/streaming.py) carry it. Never on MCP (DESIGN §6).
+    streaming: bool = False
 
     @property
     def destructive(self) -> bool:
@@ -270,6 +277,27 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         PurgeResult,
         mutates=True,
+    ),
+    Operation(
+        "memory_export",
+        "Export lessons (every version), tombstones and scope policies as JSON Lines, or as a "
+        "LoreKit directory tree; filtered by scope, state and time. Streams: memory stays "
+        "flat however large the store.",
+        ExportParams,
+        ExportSummary,
+        surfaces=BULK_SURFACES,
+        streaming=True,
+    ),
+    Operation(
+        "memory_import",
+        "Import a JSON Lines export or a LoreKit tree: ids, versions, trust, times and "
+        "provenance kept; tombstones checked first; what the store holds is never "
+        "overwritten; every bad line reported with its number. --dry-run writes nothing.",
+        ImportParams,
+        ImportResult,
+        mutates=True,
+        surfaces=BULK_SURFACES,
+        streaming=True,
     ),
     Operation(
         "org_create",

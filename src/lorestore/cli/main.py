@@ -16,7 +16,10 @@ from lorestore.auth.actor import local_actor, local_agent
 from lorestore.cli.backend import open_backend, with_git_context
 from lorestore.cli.commands import build_command, default_action
 from lorestore.cli.db import db_app
+from lorestore.cli.eval import eval_command
+from lorestore.cli.importing import import_command
 from lorestore.cli.migrate import migrate_command
+from lorestore.cli.portable import export_command
 from lorestore.cli.render import failure, render
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
@@ -61,6 +64,8 @@ _groups = {
     for name, text in CLI_GROUPS.items()
 }
 for _op in on_surface("cli"):
+    if _op.streaming:
+        continue  # hand-written below: export and import stream records
     if _op.cli_group is None and _op.cli_name in _groups:
         # `lorestore audit` lists the log and `lorestore audit verify` checks it: an operation
         # named like a group is the group's own action when no sub-command follows.
@@ -75,6 +80,10 @@ for _name, _group in _groups.items():
 # Store administration, beside the catalog's operations: PostgreSQL setup and store copies.
 app.add_typer(db_app, name="db")
 app.command("migrate")(migrate_command)
+app.command("eval")(eval_command)
+# The streaming operations of the catalog, each with its own adapter.
+app.command("export")(export_command)
+app.command("import")(import_command)
 
 
 @app.command("mcp")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from lorestore.service.base import Clock, utcnow
 from lorestore.service.lifecycle import LifecycleOperations
 from lorestore.service.orgs import OrgOperations
+from lorestore.service.portable import PortableOperations
 from lorestore.service.reads import ReadOperations
 from lorestore.service.recall import RecallOperations
 from lorestore.service.review import ReviewOperations
@@ -25,6 +26,7 @@ class LessonService(
     TokenOperations,
     OrgOperations,
     RecallOperations,
+    PortableOperations,
 ):
     """Every lesson operation over one Store."""
 

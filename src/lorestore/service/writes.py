@@ -21,7 +21,7 @@ from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import validate_key, validate_tags, validate_ttl, validate_value
 from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, is_expired, owner_dict, version_of
-from lorestore.storage.protocol import StoredLesson, Transaction
+from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
 def check_tombstone(tx: Transaction, owner: str, scope: Scope, digest: str) -> None:
@@ -29,19 +29,24 @@ def check_tombstone(tx: Transaction, owner: str, scope: Scope, digest: str) -> N
     scopes = [scope.text, *(s.text for s in scope.broader())]
     tomb = tx.find_tombstone(owner, scopes, digest)
     if tomb is not None:
-        raise LorestoreError(
-            "rejected_value",
-            f"this value was rejected at {tomb.scope} by {tomb.actor} on {tomb.created_at}: "
-            f"{tomb.reason}",
-            hint="write a corrected lesson instead; a reviewer can lift the rejection with "
-            "`lorestore reject SCOPE KEY --undo --reason ...`",
-            details={
-                "scope": tomb.scope,
-                "rejected_by": tomb.actor,
-                "rejected_at": tomb.created_at,
-                "reason": tomb.reason,
-            },
-        )
+        raise rejected_value(tomb)
+
+
+def rejected_value(tomb: Tombstone) -> LorestoreError:
+    """The refusal of a value a tombstone holds, naming who rejected it, when and why."""
+    return LorestoreError(
+        "rejected_value",
+        f"this value was rejected at {tomb.scope} by {tomb.actor} on {tomb.created_at}: "
+        f"{tomb.reason}",
+        hint="write a corrected lesson instead; a reviewer can lift the rejection with "
+        "`lorestore reject SCOPE KEY --undo --reason ...`",
+        details={
+            "scope": tomb.scope,
+            "rejected_by": tomb.actor,
+            "rejected_at": tomb.created_at,
+            "reason": tomb.reason,
+        },
+    )
 
 
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
@@ -25,6 +25,10 @@ class Tombstone:
     actor: str
     created_at: str
     lesson_id: str | None = None
+    lifted_at: str | None = None
+    lifted_by: str | None = None
+    lift_reason: str | None = None
+    ext: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +235,46 @@ class Transaction(Protocol):
 
     def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None: ...
 
+    # Bulk export and import (lorestore export / import): keyset pages ordered by stable
+    # ids, and inserts that keep what the store already holds (ON CONFLICT DO NOTHING).
+
+    def export_lessons(
+        self, owners: Sequence[str], after_id: str | None, limit: int
+    ) -> list[StoredLesson]:
+        """Every lesson of these owners, in any state, ordered by id, after ``after_id``."""
+
+    def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
+        """Every version of each of these lessons, oldest first, by the lesson's pk."""
+
+    def import_lesson(
+        self, lesson: Lesson, value_digest: str, pending_version: int | None
+    ) -> int | None:
+        """Insert a lesson under its own id; None when its id or address is taken."""
+
+    def export_tombstones(
+        self, owners: Sequence[str], after_id: str | None, limit: int
+    ) -> list[Tombstone]:
+        """Tombstones of these owners, lifted ones included, ordered by id."""
+
+    def tombstone_by_id(self, owner: str, tombstone_id: str) -> Tombstone | None: ...
+
+    def import_tombstone(self, tombstone: Tombstone) -> bool:
+        """Insert a tombstone as it stands (live or lifted); False when its id is taken."""
+
+    def export_policies(self, owners: Sequence[str]) -> list[PolicyRecord]:
+        """Scope policies of these owners, ordered by owner and scope."""
+
+    def import_policy(self, policy: PolicyRecord) -> bool:
+        """Insert a scope policy; False when the owner already has one for the scope."""
+
+    def import_foreign(self, record: ForeignRecord) -> bool:
+        """Keep an imported record of an unknown type; False when already kept."""
+
+    def export_foreign(
+        self, owners: Sequence[str], after: tuple[str, str] | None, limit: int
+    ) -> list[ForeignRecord]:
+        """Kept records of unknown types, ordered by (owner, digest), after ``after``."""
+
 
 class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
@@ -312,3 +356,27 @@ class RecallRecord:
     context: dict[str, Any]
     offered: list[dict[str, Any]]
     held: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRecord:
+    """A scope policy with its bookkeeping, as exported and imported."""
+
+    owner: str
+    policy: PolicyRow
+    updated_at: str
+    updated_by: str
+    ext: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignRecord:
+    """An imported record whose ``type`` this lorestore does not know, kept as given."""
+
+    owner: str
+    digest: str
+    type: str
+    scope: str | None
+    record: dict[str, Any]
+    imported_at: str
+    imported_by: str

@@ -52,6 +52,7 @@ TABLES = (
     Table("lesson_sessions", ("lesson_id", "value_digest", "session")),
     Table("audit_log", ("owner", "hash"), local=("id",)),
     Table("recall_log", ("recall_id",)),
+    Table("foreign_records", ("owner", "digest")),
 )
 CHILD_TABLES = frozenset({"lesson_versions", "lesson_sessions"})
 

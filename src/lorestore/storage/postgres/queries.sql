@@ -358,3 +358,80 @@ VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s::int::bool
 ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_policy,
     require_review = excluded.require_review, updated_at = excluded.updated_at,
     updated_by = excluded.updated_by;
+
+-- name: export_lessons
+-- A page of the given owners' lessons in any state, by stable id (never the nil UUID).
+SELECT * FROM lessons
+WHERE owner = ANY (%(owners)s)
+  AND id > coalesce(%(after_id)s::uuid, '00000000-0000-0000-0000-000000000000')
+ORDER BY id LIMIT %(limit)s;
+
+-- name: versions_of
+-- Every version of a page of lessons, oldest first, with the lesson's id (lorestore export).
+SELECT v.*, l.id AS lesson_id
+FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
+WHERE v.lesson_pk = ANY (%(pks)s)
+ORDER BY v.lesson_pk, v.version;
+
+-- name: import_lesson
+-- Add an imported lesson under its own id; nothing when its id or address is taken.
+INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version)
+VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s,
+    %(tags)s::jsonb, %(kind)s, %(trust)s, %(status)s, %(version)s, %(seen_count)s,
+    %(valid_from)s::timestamptz, %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz,
+    %(created_at)s::timestamptz, %(updated_at)s::timestamptz, %(archived_at)s::timestamptz,
+    %(expires_at)s::timestamptz, %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb,
+    %(ext)s::jsonb, %(pending_version)s)
+ON CONFLICT DO NOTHING
+RETURNING pk;
+
+-- name: export_tombstones
+-- A page of the given owners' tombstones, lifted ones included, ordered by id.
+SELECT * FROM tombstones
+WHERE owner = ANY (%(owners)s)
+  AND id > coalesce(%(after_id)s::uuid, '00000000-0000-0000-0000-000000000000')
+ORDER BY id LIMIT %(limit)s;
+
+-- name: tombstone_by_id
+-- One tombstone of an owner by id, live or lifted.
+SELECT * FROM tombstones WHERE owner = %(owner)s AND id = %(id)s::uuid;
+
+-- name: import_tombstone
+-- Add an imported tombstone as it stands (live or lifted); nothing when its id is taken.
+INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id,
+    lifted_at, lifted_by, lift_reason, ext)
+VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(value_digest)s, %(reason)s, %(actor)s,
+    %(created_at)s::timestamptz, %(lesson_id)s::uuid, %(lifted_at)s::timestamptz,
+    %(lifted_by)s, %(lift_reason)s, %(ext)s::jsonb)
+ON CONFLICT DO NOTHING;
+
+-- name: export_policies
+-- The given owners' scope policies, ordered by owner and scope (bytewise, as on SQLite).
+SELECT * FROM scope_policies
+WHERE owner = ANY (%(owners)s)
+ORDER BY owner COLLATE "C", scope COLLATE "C";
+
+-- name: import_policy
+-- Add an imported scope policy; nothing when the owner has one for the scope already.
+INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at,
+    updated_by, ext)
+VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s::int::boolean,
+    %(updated_at)s::timestamptz, %(updated_by)s, %(ext)s::jsonb)
+ON CONFLICT DO NOTHING;
+
+-- name: import_foreign
+-- Keep an imported record of an unknown type; nothing when it is kept already.
+INSERT INTO foreign_records (owner, digest, type, scope, record, imported_at, imported_by)
+VALUES (%(owner)s, %(digest)s, %(type)s, %(scope)s, %(record)s::jsonb,
+    %(imported_at)s::timestamptz, %(imported_by)s)
+ON CONFLICT DO NOTHING;
+
+-- name: export_foreign
+-- A page of the given owners' kept records of unknown types, by (owner, digest), bytewise.
+SELECT * FROM foreign_records
+WHERE owner = ANY (%(owners)s)
+  AND (%(after_owner)s::text IS NULL OR owner > %(after_owner)s COLLATE "C"
+       OR (owner = %(after_owner)s AND digest > %(after_digest)s COLLATE "C"))
+ORDER BY owner COLLATE "C", digest COLLATE "C" LIMIT %(limit)s;

@@ -21,6 +21,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 from lorestore.core.search import tsquery_expression
 from lorestore.storage.postgres.errors import translate
+from lorestore.storage.postgres.portable import PortablePrimitives
 from lorestore.storage.protocol import (
     AuditFilter,
     Binding,
@@ -70,7 +71,7 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
-class PostgresTransaction:
+class PostgresTransaction(PortablePrimitives):
     """The Transaction primitives over one open PostgreSQL transaction."""
 
     def __init__(self, conn: psycopg.Connection[Row], *, write: bool) -> None:

@@ -18,7 +18,8 @@ SELECT (SELECT count(*) FROM principals) AS principals,
        (SELECT count(*) FROM lesson_versions) AS lesson_versions,
        (SELECT count(*) FROM lesson_sessions) AS lesson_sessions,
        (SELECT count(*) FROM audit_log) AS audit_log,
-       (SELECT count(*) FROM recall_log) AS recall_log;
+       (SELECT count(*) FROM recall_log) AS recall_log,
+       (SELECT count(*) FROM foreign_records) AS foreign_records;
 
 -- name: audit_owners
 -- Owners with an audit chain (the target locks these chains while it copies).
@@ -88,15 +89,15 @@ VALUES (%(id)s::uuid, %(principal)s, %(name)s, %(token_hash)s, %(prefix)s, %(per
 
 -- name: select_scope_policies
 -- Per-scope revision and review policy.
-SELECT owner, scope, revision_policy, require_review, updated_at, updated_by
+SELECT owner, scope, revision_policy, require_review, updated_at, updated_by, ext
 FROM scope_policies ORDER BY owner, scope;
 
 -- name: insert_scope_policies
 -- Add a scope policy.
 INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at,
-    updated_by)
+    updated_by, ext)
 VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s,
-    %(updated_at)s::timestamptz, %(updated_by)s);
+    %(updated_at)s::timestamptz, %(updated_by)s, %(ext)s::jsonb);
 
 -- name: select_owner_stats
 -- Each owner's cap on active lessons (the counts are the triggers' business).
@@ -109,16 +110,16 @@ INSERT INTO owner_stats (owner, max_active) VALUES (%(owner)s, %(max_active)s);
 -- name: select_tombstones
 -- Rejected values, lifted ones included.
 SELECT id, owner, scope, value_digest, reason, actor, created_at, lesson_id, lifted_at,
-    lifted_by, lift_reason
+    lifted_by, lift_reason, ext
 FROM tombstones ORDER BY id;
 
 -- name: insert_tombstones
 -- Add a tombstone as it stands (live or lifted).
 INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id,
-    lifted_at, lifted_by, lift_reason)
+    lifted_at, lifted_by, lift_reason, ext)
 VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(value_digest)s, %(reason)s, %(actor)s,
     %(created_at)s::timestamptz, %(lesson_id)s::uuid, %(lifted_at)s::timestamptz,
-    %(lifted_by)s, %(lift_reason)s);
+    %(lifted_by)s, %(lift_reason)s, %(ext)s::jsonb);
 
 -- name: select_lessons
 -- The served row of every address, without its store-local pk.
@@ -190,3 +191,14 @@ SELECT recall_id, owner, at, actor, context, offered, held FROM recall_log ORDER
 INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
 VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(context)s::jsonb,
     %(offered)s::jsonb, %(held)s::jsonb);
+
+-- name: select_foreign_records
+-- Imported records of unknown types, kept as given.
+SELECT owner, digest, type, scope, record, imported_at, imported_by
+FROM foreign_records ORDER BY owner, digest;
+
+-- name: insert_foreign_records
+-- Add a kept record of an unknown type.
+INSERT INTO foreign_records (owner, digest, type, scope, record, imported_at, imported_by)
+VALUES (%(owner)s, %(digest)s, %(type)s, %(scope)s, %(record)s::jsonb,
+    %(imported_at)s::timestamptz, %(imported_by)s);

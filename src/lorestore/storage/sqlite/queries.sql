@@ -366,9 +366,9 @@ ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_pol
     updated_by = excluded.updated_by;
 
 -- name: export_lessons
--- A page of the given owners' lessons in any state, ordered by stable id (lorestore export).
+-- A page of the given owners' lessons in any state, by stable id (`+owner`: seek on the id).
 SELECT * FROM lessons
-WHERE owner IN (SELECT value FROM json_each(:owners)) AND (:after_id IS NULL OR id > :after_id)
+WHERE +owner IN (SELECT value FROM json_each(:owners)) AND id > coalesce(:after_id, '')
 ORDER BY id LIMIT :limit;
 
 -- name: versions_of
@@ -390,9 +390,9 @@ ON CONFLICT DO NOTHING
 RETURNING pk;
 
 -- name: export_tombstones
--- A page of the given owners' tombstones, lifted ones included, ordered by id.
+-- A page of the given owners' tombstones, lifted ones included, by id (seek on the id).
 SELECT * FROM tombstones
-WHERE owner IN (SELECT value FROM json_each(:owners)) AND (:after_id IS NULL OR id > :after_id)
+WHERE +owner IN (SELECT value FROM json_each(:owners)) AND id > coalesce(:after_id, '')
 ORDER BY id LIMIT :limit;
 
 -- name: tombstone_by_id
@@ -427,9 +427,8 @@ VALUES (:owner, :digest, :type, :scope, :record, :imported_at, :imported_by)
 ON CONFLICT DO NOTHING;
 
 -- name: export_foreign
--- A page of the given owners' kept records of unknown types, by (owner, digest).
+-- A page of the given owners' kept records of unknown types, by (owner, digest) (a seek).
 SELECT * FROM foreign_records
-WHERE owner IN (SELECT value FROM json_each(:owners))
-  AND (:after_owner IS NULL OR owner > :after_owner
-       OR (owner = :after_owner AND digest > :after_digest))
+WHERE +owner IN (SELECT value FROM json_each(:owners))
+  AND (owner, digest) > (coalesce(:after_owner, ''), coalesce(:after_digest, ''))
 ORDER BY owner, digest LIMIT :limit;

@@ -35,6 +35,7 @@ _JSON = frozenset(
         "held",
         "scopes",
         "orgs",
+        "record",
     ]
 )
 _BOOLEAN = frozenset({"require_review"})

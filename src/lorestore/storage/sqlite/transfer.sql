@@ -17,7 +17,8 @@ SELECT (SELECT count(*) FROM principals) AS principals,
        (SELECT count(*) FROM lesson_versions) AS lesson_versions,
        (SELECT count(*) FROM lesson_sessions) AS lesson_sessions,
        (SELECT count(*) FROM audit_log) AS audit_log,
-       (SELECT count(*) FROM recall_log) AS recall_log;
+       (SELECT count(*) FROM recall_log) AS recall_log,
+       (SELECT count(*) FROM foreign_records) AS foreign_records;
 
 -- name: applied_migrations
 -- Migrations applied to the file, to refuse a source older than this lorestore.
@@ -84,14 +85,14 @@ VALUES (:id, :principal, :name, :token_hash, :prefix, :permission, :scopes, :org
 
 -- name: select_scope_policies
 -- Per-scope revision and review policy.
-SELECT owner, scope, revision_policy, require_review, updated_at, updated_by
+SELECT owner, scope, revision_policy, require_review, updated_at, updated_by, ext
 FROM scope_policies ORDER BY owner, scope;
 
 -- name: insert_scope_policies
 -- Add a scope policy.
 INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at,
-    updated_by)
-VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated_by);
+    updated_by, ext)
+VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated_by, :ext);
 
 -- name: select_owner_stats
 -- Each owner's cap on active lessons (the counts are the triggers' business).
@@ -104,15 +105,15 @@ INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :max_active);
 -- name: select_tombstones
 -- Rejected values, lifted ones included.
 SELECT id, owner, scope, value_digest, reason, actor, created_at, lesson_id, lifted_at,
-    lifted_by, lift_reason
+    lifted_by, lift_reason, ext
 FROM tombstones ORDER BY id;
 
 -- name: insert_tombstones
 -- Add a tombstone as it stands (live or lifted).
 INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id,
-    lifted_at, lifted_by, lift_reason)
+    lifted_at, lifted_by, lift_reason, ext)
 VALUES (:id, :owner, :scope, :value_digest, :reason, :actor, :created_at, :lesson_id,
-    :lifted_at, :lifted_by, :lift_reason);
+    :lifted_at, :lifted_by, :lift_reason, :ext);
 
 -- name: select_lessons
 -- The served row of every address, without its store-local pk.
@@ -176,3 +177,13 @@ SELECT recall_id, owner, at, actor, context, offered, held FROM recall_log ORDER
 -- Add a recall decision.
 INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
 VALUES (:recall_id, :owner, :at, :actor, :context, :offered, :held);
+
+-- name: select_foreign_records
+-- Imported records of unknown types, kept as given.
+SELECT owner, digest, type, scope, record, imported_at, imported_by
+FROM foreign_records ORDER BY owner, digest;
+
+-- name: insert_foreign_records
+-- Add a kept record of an unknown type.
+INSERT INTO foreign_records (owner, digest, type, scope, record, imported_at, imported_by)
+VALUES (:owner, :digest, :type, :scope, :record, :imported_at, :imported_by);

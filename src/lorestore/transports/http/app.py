@@ -29,6 +29,7 @@ from lorestore.transports.http.logs import REQUEST_LOG, RequestLog
 from lorestore.transports.http.openapi import openapi_document
 from lorestore.transports.http.rest import rest_routes
 from lorestore.transports.http.scheduler import run_schedule
+from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
 
 CORS_HEADERS = [
@@ -88,7 +89,9 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
                 max_age=600,
             )
         )
-    stack.append(Middleware(BodyLimit, max_bytes=settings.max_request_bytes))
+    stack.append(
+        Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=STREAMED_BODIES)
+    )
     stack.append(Middleware(BearerAuth, service=service))
     return stack
 
@@ -110,6 +113,7 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route("/mcp", mcp),
         *rest_routes(service),
+        *streaming_routes(service),
     ]
     return Starlette(
         routes=routes,

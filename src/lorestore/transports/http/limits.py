@@ -1,5 +1,6 @@
 """The request size limit: a body larger than ``LORESTORE_MAX_REQUEST_BYTES`` is answered with
-413 and the error body before any route or the MCP endpoint sees it."""
+413 and the error body before any route or the MCP endpoint sees it. Routes that read their
+body as a stream (``memory_import``) are passed through: they bound each line instead."""
 
 from __future__ import annotations
 
@@ -25,12 +26,15 @@ class BodyLimit:
     """Reads the body up to the limit (refusing a declared length over it at once), then replays
     it to the app, so no handler ever holds more than the limit."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, streamed: frozenset[str] = frozenset()
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.streamed = streamed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"] in self.streamed:
             await self.app(scope, receive, send)
             return
         declared = Headers(scope=scope).get("content-length", "")

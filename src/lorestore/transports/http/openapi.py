@@ -139,16 +139,66 @@ def _operation_item(
     return item
 
 
+_NDJSON = {
+    "application/x-ndjson": {
+        "schema": {
+            "type": "string",
+            "description": "JSON Lines: a header line, then one record per line (docs/format.md)",
+        }
+    }
+}
+
+
+def _streaming_item(
+    op: Operation, refs: Mapping[Any, dict[str, Any]], schemas: dict[str, Any]
+) -> dict[str, Any]:
+    """Export answers NDJSON (GET with query parameters, or POST with a JSON body); import
+    takes an NDJSON body, with its options as query parameters, and answers its result."""
+    params_ref = refs[(op.params, "validation")]
+    component = schemas[params_ref["$ref"].rsplit("/", 1)[1]]
+    base = {"summary": op.summary, "tags": [op.name.split("_", 1)[0]]}
+    if op.mutates:
+        post = base | {
+            "operationId": op.name,
+            "parameters": _query_parameters(component),
+            "requestBody": {"required": True, "content": _NDJSON},
+            "responses": _responses(refs[(op.result, "serialization")]),
+        }
+        return {"post": post}
+    responses = _responses({})
+    responses["200"] = {"description": "the export, streamed", "content": _NDJSON}
+    post = base | {
+        "operationId": op.name,
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": params_ref}},
+        },
+        "responses": responses,
+    }
+    get = base | {
+        "operationId": f"{op.name}_get",
+        "parameters": _query_parameters(component),
+        "responses": responses,
+    }
+    return {"post": post, "get": get}
+
+
+def _item(op: Operation, refs: Mapping[Any, dict[str, Any]], schemas: dict[str, Any]) -> Any:
+    return (_streaming_item if op.streaming else _operation_item)(op, refs, schemas)
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     operations = on_surface("rest")
     models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(ErrorBody, "serialization")]
     models.append((Health, "serialization"))
     for op in operations:
-        models += [(op.params, "validation"), (op.result, "serialization")]
+        models.append((op.params, "validation"))
+        if op.mutates or not op.streaming:  # an export's result is the stream itself
+            models.append((op.result, "serialization"))
     refs, defs = models_json_schema(models, ref_template=REF_TEMPLATE)
     schemas: dict[str, Any] = defs["$defs"]
-    paths = {route_path(op): _operation_item(op, refs, schemas) for op in operations}
+    paths = {route_path(op): _item(op, refs, schemas) for op in operations}
     paths["/healthz"] = {
         "get": {
             "operationId": "healthz",

@@ -32,6 +32,7 @@ def rest_routes(service: LessonService) -> list[Route]:
             name=op.name,
         )
         for op in on_surface("rest")
+        if not op.streaming  # export and import: transports/http/streaming.py
     ]
 
 

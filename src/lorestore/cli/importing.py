@@ -1,0 +1,237 @@
+"""``lorestore import``: a JSON Lines file (or stdin) or LoreKit trees into the store, a chunk
+at a time; with LORESTORE_URL, sent to the server as the request body while it is read.
+Problems print as they are found; the result follows as a table, or JSON with ``--json``."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from lorestore.cli.portable import CHUNK, Advance, err_console, progress, remote_client, the_actor
+from lorestore.cli.render import failure
+from lorestore.config import Settings, load_settings
+from lorestore.core.errors import LorestoreError
+from lorestore.gitinfo import git_context
+from lorestore.operations import BY_NAME
+from lorestore.portable import lorekit
+from lorestore.portable.jsonl import Incoming, encode, read_records
+from lorestore.portable.models import ImportParams, ImportResult, Problem
+
+
+def import_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="a JSON Lines file ('-' or omitted: stdin), or LoreKit directories (omitted: "
+            "~/.lorekit and <repo>/.lorekit)",
+            show_default=False,
+        ),
+    ] = None,
+    format: Annotated[
+        str, typer.Option("--format", help="jsonl (docs/format.md) or lorekit")
+    ] = "jsonl",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="check every record, report what would change, write nothing"
+        ),
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print the result (or error) as JSON")
+    ] = False,
+) -> None:
+    """Import a JSON Lines export or LoreKit trees: ids, versions, trust, times and provenance
+    kept; tombstones checked first (refused lessons listed with the reason, the rest land);
+    what the store holds is never overwritten; a bad line is reported with its number and
+    skipped. Importing the same file twice changes nothing. Exit status 1 when some record
+    did not land (the rest did)."""
+    try:
+        arguments = {"format": format, "dry_run": dry_run}
+        params = BY_NAME["memory_import"].parse(arguments)
+        assert isinstance(params, ImportParams)
+        settings = load_settings()
+        show = None if json_output else _print_problem
+        result = _import(settings, params, _sources(params, paths or []), show)
+    except LorestoreError as error:
+        raise failure(error, json_output) from None
+    if json_output:
+        print(result.model_dump_json(indent=2))
+    else:
+        _render_result(Console(), result)
+    if _incomplete(result):
+        raise typer.Exit(1)
+
+
+def _incomplete(result: ImportResult) -> bool:
+    """Whether some record did not land (invalid, refused, or held otherwise by the store):
+    the exit status is 1 then, though everything else was imported."""
+    kinds = (result.lessons, result.tombstones, result.scope_policies, result.unknown)
+    return result.invalid > 0 or any(o.refused or o.differs for o in kinds)
+
+
+@dataclasses.dataclass
+class _Source:
+    """The records to import, and a progress total (bytes of a file) when there is one."""
+
+    records: Iterator[Incoming]
+    chunks: Iterator[bytes] | None
+    total: int | None
+
+
+def _sources(params: ImportParams, paths: list[Path]) -> _Source:
+    if params.format == "lorekit":
+        roots = paths or lorekit.default_tiers(Path.home(), _repo_root())
+        if not roots:
+            raise LorestoreError(
+                "invalid_argument",
+                "no LoreKit directory found (~/.lorekit, <repo>/.lorekit)",
+                hint="name one: lorestore import --format lorekit DIR",
+            )
+        return _Source(_tree_records(roots), None, None)
+    if len(paths) > 1:
+        raise LorestoreError("invalid_argument", "import one JSON Lines file at a time")
+    path = paths[0] if paths and str(paths[0]) != "-" else None
+    if path is not None and not path.is_file():
+        raise LorestoreError("invalid_argument", f"there is no file {path}")
+    total = path.stat().st_size if path else None
+    return _Source(iter(()), _file_chunks(path), total)
+
+
+def _repo_root() -> Path | None:
+    context = git_context(os.getcwd())
+    return Path(context.root) if context else None
+
+
+def _tree_records(roots: list[Path]) -> Iterator[Incoming]:
+    for root in roots:
+        if not root.is_dir():
+            raise LorestoreError("invalid_argument", f"there is no LoreKit directory {root}")
+        for incoming in lorekit.read_tree(root):
+            yield dataclasses.replace(incoming, path=str(root / (incoming.path or "")))
+
+
+def _file_chunks(path: Path | None) -> Iterator[bytes]:
+    stream = sys.stdin.buffer if path is None else path.open("rb")
+    try:
+        while chunk := stream.read(CHUNK):
+            yield chunk
+    finally:
+        if path is not None:
+            stream.close()
+
+
+def _import(
+    settings: Settings,
+    params: ImportParams,
+    source: _Source,
+    show: Callable[[Problem], None] | None,
+) -> ImportResult:
+    with progress("importing", source.total, show is not None) as advance:
+        if settings.remote:
+            client = remote_client(settings)
+            try:
+                if source.chunks is None:
+                    return _remote_tree(client, params, source.records, advance)
+                result: ImportResult = client.import_chunks(
+                    params, _advancing(source.chunks, advance)
+                )
+                return result
+            finally:
+                client.close()
+        from lorestore.composition import build_service
+
+        service = build_service(settings)
+        try:
+            if source.chunks is None:
+                records = _counting(source.records, advance)
+            else:
+                records = read_records(_advancing(source.chunks, advance))
+            return service.memory_import(the_actor(settings), params, records, show)
+        finally:
+            service.store.close()
+
+
+def _advancing(chunks: Iterator[bytes], advance: Advance) -> Iterator[bytes]:
+    for chunk in chunks:
+        advance(len(chunk))
+        yield chunk
+
+
+def _counting(records: Iterable[Incoming], advance: Advance) -> Iterator[Incoming]:
+    for record in records:
+        advance(1)
+        yield record
+
+
+def _remote_tree(
+    client: Any, params: ImportParams, records: Iterator[Incoming], advance: Advance
+) -> ImportResult:
+    """A LoreKit tree sent to a server: each file as a line; the server's line numbers are
+    turned back into file paths, and files that are not lessons are reported from here."""
+    paths: list[str | None] = []
+    local: list[Problem] = []
+
+    def lines() -> Iterator[bytes]:
+        for incoming in _counting(records, advance):
+            if incoming.record is None:
+                local.append(
+                    Problem(
+                        path=incoming.path,
+                        code="invalid_record",
+                        message=incoming.error or "not a lesson file",
+                    )
+                )
+                continue
+            paths.append(incoming.path)
+            yield encode(incoming.record)
+
+    result: ImportResult = client.import_chunks(params, lines())
+    problems = [
+        p.model_copy(update={"path": paths[p.line - 1], "line": None})
+        if p.line and p.line <= len(paths)
+        else p
+        for p in result.problems
+    ]
+    return result.model_copy(
+        update={
+            "read": result.read + len(local),
+            "invalid": result.invalid + len(local),
+            "problems": local + problems,
+            "problems_total": result.problems_total + len(local),
+        }
+    )
+
+
+def _print_problem(problem: Problem) -> None:
+    where = f"line {problem.line}" if problem.line else (problem.path or "")
+    what = " / ".join(x for x in (problem.scope, problem.key) if x)
+    err_console().print(
+        f"[yellow]{problem.code}[/] {escape(where)} {escape(what)}: {escape(problem.message)}",
+        highlight=False,
+    )
+
+
+def _render_result(console: Console, result: ImportResult) -> None:
+    verb = "would add" if result.dry_run else "added"
+    table = Table(title=f"import ({result.format}{', dry run' if result.dry_run else ''})")
+    for column in ("records", verb, "unchanged", "differs", "refused"):
+        table.add_column(column, justify="left" if column == "records" else "right")
+    rows = {"lessons": result.lessons, "tombstones": result.tombstones}
+    rows |= {"scope policies": result.scope_policies, "unknown types": result.unknown}
+    for name, o in rows.items():
+        table.add_row(name, *(str(n) for n in (o.added, o.unchanged, o.differs, o.refused)))
+    console.print(table)
+    console.print(
+        f"read {result.read}, invalid {result.invalid}, problems {result.problems_total}"
+        + (" (dry run: nothing was written)" if result.dry_run else ""),
+        highlight=False,
+    )

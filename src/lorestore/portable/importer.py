@@ -1,0 +1,236 @@
+"""Runs an import: reads the header, validates every record before any transaction opens,
+hands valid ones to the store in batches, retries a batch the store refused one record at a
+time (so one bad record never sinks its neighbours), and tallies outcomes and problems."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from lorestore.core.errors import LorestoreError
+from lorestore.portable.jsonl import HeaderError, Incoming, check_header, is_header
+from lorestore.portable.models import (
+    LISTED,
+    Format,
+    ImportResult,
+    Outcome,
+    Outcomes,
+    Problem,
+)
+from lorestore.portable.records import (
+    KNOWN_TYPES,
+    ParsedForeign,
+    ParsedLesson,
+    RecordError,
+    parse_foreign,
+    parse_lesson,
+    parse_policy,
+    parse_tombstone,
+)
+from lorestore.storage.protocol import PolicyRecord, Tombstone
+
+BATCH = 2000  # records per transaction: fewer commits and full-text index merges
+Kind = Literal["lesson", "tombstone", "scope_policy", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A validated record, ready for the store, and where it came from."""
+
+    incoming: Incoming
+    kind: Kind
+    value: ParsedLesson | Tombstone | PolicyRecord | ParsedForeign
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What became of one record; a problem code and message when it did not simply land."""
+
+    outcome: Outcome
+    code: str | None = None
+    message: str | None = None
+
+
+class Applier(Protocol):
+    """Applies a batch in one store transaction; raises LorestoreError when the store refused
+    the batch as a whole (then each record is tried on its own)."""
+
+    def __call__(self, items: Sequence[Item]) -> list[Applied]: ...
+
+
+class ImportRun:
+    """One import: feed it records as they are read; it returns the result at the end."""
+
+    def __init__(
+        self,
+        format: Format,
+        dry_run: bool,
+        apply: Applier,
+        on_problem: Callable[[Problem], None] | None = None,
+    ) -> None:
+        self.format = format
+        self.dry_run = dry_run
+        self._apply = apply
+        self._on_problem = on_problem
+        self._read = 0
+        self._invalid = 0
+        self._seen_record = False
+        self._outcomes: dict[Kind, Counter[str]] = {
+            k: Counter() for k in ("lesson", "tombstone", "scope_policy", "unknown")
+        }
+        self._unknown_types: Counter[str] = Counter()
+        self._problems: list[Problem] = []
+        self._problems_total = 0
+
+    def run(self, incoming: Iterable[Incoming]) -> ImportResult:
+        batch: list[Item] = []
+        for record in incoming:
+            item = self._take(record)
+            if item is not None:
+                batch.append(item)
+            if len(batch) >= BATCH:
+                self._flush(batch)
+                batch = []
+        self._flush(batch)
+        return self.result()
+
+    def _take(self, incoming: Incoming) -> Item | None:
+        self._read += 1
+        first = not self._seen_record
+        self._seen_record = True
+        if incoming.error is not None or incoming.record is None:
+            self._invalid_record(incoming, incoming.error or "empty")
+            return None
+        record = incoming.record
+        if is_header(record):
+            if not first:
+                self._invalid_record(incoming, "a header line after the first record")
+                return None
+            try:
+                check_header(record)
+            except HeaderError as exc:
+                raise LorestoreError(
+                    "invalid_argument",
+                    f"cannot import this file: {exc}",
+                    hint="import files written by `lorestore export` (docs/format.md)",
+                ) from None
+            return None
+        try:
+            return self._parse(incoming, record)
+        except (RecordError, LorestoreError) as exc:
+            self._invalid_record(incoming, _message(exc))
+            return None
+
+    def _parse(self, incoming: Incoming, record: dict[str, Any]) -> Item:
+        kind = record.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise RecordError("a record needs a type (lesson, tombstone, scope_policy, ...)")
+        if kind == "lesson":
+            lesson = parse_lesson(record, derive_id=self.format == "lorekit")
+            return Item(incoming, "lesson", lesson)
+        if kind == "tombstone":
+            return Item(incoming, "tombstone", parse_tombstone(record))
+        if kind == "scope_policy":
+            return Item(incoming, "scope_policy", parse_policy(record))
+        assert kind not in KNOWN_TYPES
+        return Item(incoming, "unknown", parse_foreign(record))
+
+    def _flush(self, batch: list[Item]) -> None:
+        if not batch:
+            return
+        try:
+            results = self._apply(batch)
+        except LorestoreError as exc:
+            if len(batch) == 1:
+                results = [Applied("refused", exc.code, exc.message)]
+            else:
+                for item in batch:
+                    self._flush([item])
+                return
+        for item, applied in zip(batch, results, strict=True):
+            self._tally(item, applied)
+
+    def _tally(self, item: Item, applied: Applied) -> None:
+        self._outcomes[item.kind][applied.outcome] += 1
+        if item.kind == "unknown" and applied.outcome in ("added", "unchanged"):
+            assert isinstance(item.value, ParsedForeign)
+            self._unknown_types[item.value.type] += 1
+            self._problem(
+                _problem_of(
+                    item,
+                    "unknown_type",
+                    f"type {item.value.type!r} is not one this "
+                    "lorestore knows: kept as it is, and written back out by export",
+                )
+            )
+        if applied.code is not None:
+            self._problem(_problem_of(item, applied.code, applied.message or applied.code))
+
+    def _invalid_record(self, incoming: Incoming, message: str) -> None:
+        self._invalid += 1
+        raw = incoming.record or {}
+        self._problem(
+            Problem(
+                line=incoming.line,
+                path=incoming.path,
+                type=_str(raw.get("type")),
+                id=_str(raw.get("id")),
+                scope=_str(raw.get("scope")),
+                key=_str(raw.get("key")),
+                code="invalid_record",
+                message=message,
+            )
+        )
+
+    def _problem(self, problem: Problem) -> None:
+        self._problems_total += 1
+        if len(self._problems) < LISTED:
+            self._problems.append(problem)
+        if self._on_problem is not None:
+            self._on_problem(problem)
+
+    def result(self) -> ImportResult:
+        def outcomes(kind: Kind) -> Outcomes:
+            return Outcomes.model_validate(dict(self._outcomes[kind]))
+
+        return ImportResult(
+            format=self.format,
+            dry_run=self.dry_run,
+            read=self._read,
+            invalid=self._invalid,
+            lessons=outcomes("lesson"),
+            tombstones=outcomes("tombstone"),
+            scope_policies=outcomes("scope_policy"),
+            unknown=outcomes("unknown"),
+            unknown_types=dict(sorted(self._unknown_types.items())),
+            problems=sorted(self._problems, key=lambda p: (p.line or 0, p.path or "")),
+            problems_total=self._problems_total,
+        )
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, LorestoreError):
+        return f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+    return str(exc)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _problem_of(item: Item, code: str, message: str) -> Problem:
+    value = item.value
+    where: dict[str, Any] = {"line": item.incoming.line, "path": item.incoming.path}
+    if isinstance(value, ParsedLesson):
+        lesson = value.lesson
+        ident = None if value.derive_id else lesson.id
+        where |= {"type": "lesson", "id": ident, "scope": lesson.scope, "key": lesson.key}
+    elif isinstance(value, Tombstone):
+        where |= {"type": "tombstone", "id": value.id, "scope": value.scope}
+    elif isinstance(value, PolicyRecord):
+        where |= {"type": "scope_policy", "scope": value.policy.scope}
+    else:
+        where |= {"type": value.type, "scope": value.scope}
+    return Problem(code=code, message=message, **where)

@@ -1,0 +1,388 @@
+"""The LoreKit local store, read and written: a directory tree (``global/``,
+``project/<name>/``, ``repo/<owner>/<repo>/``, ``branch/<owner>/<repo>/<branch>/``) of
+``<slug>.md`` files, each a front matter of ``name: <JSON value>`` lines then the lesson text.
+
+Files map to and from lesson records of the interchange format, so the importer and the
+exporter handle one shape. What a file says that lorestore would normalise away (a scope or
+tag spelling, a file name, fields LoreKit has and lorestore does not) is kept in the lesson's
+``ext`` under ``lorekit``, so that a tree comes back byte for byte; what lorestore holds and a
+file cannot is reported by the writer, never written as a field LoreKit would misread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import parse_ts
+from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.validation import validate_tags
+from lorestore.portable.jsonl import Incoming
+from lorestore.portable.models import LISTED, Problem
+from lorestore.portable.shapes import LESSON
+
+TOP = ("global", "project", "repo", "branch")
+FIELDS = (
+    "scope",
+    "key",
+    "tags",
+    "source_agent",
+    "trigger",
+    "created",
+    "updated",
+    "archived_at",
+    "origin_repo",
+    "origin_branch",
+    "origin_commit",
+    "origin_pr",
+    "expires_at",
+    "seen_count",
+)
+# front-matter field -> source field
+_SOURCE = {
+    "source_agent": "agent",
+    "trigger": "trigger",
+    "origin_repo": "repo",
+    "origin_branch": "branch",
+    "origin_commit": "commit",
+    "origin_pr": "pr",
+}
+_TIMES = {"created": "created_at", "updated": "updated_at", "archived_at": "archived_at"}
+_SLUG_OUTSIDE = re.compile(r"[^a-z0-9]+")
+MAX_SLUG = 80
+WITHHELD_TRUST = ("rejected", "disputed")  # withheld from recall here; a file would serve them
+
+
+class LoreKitError(ValueError):
+    """A file that is not a LoreKit lesson."""
+
+
+def slug(key: str) -> str:
+    """The key lower-cased, runs outside a-z0-9 made '-', trimmed of '-', at most 80
+    characters (trimmed again), or ``entry``."""
+    text = _SLUG_OUTSIDE.sub("-", key.lower()).strip("-")
+    return text[:MAX_SLUG].rstrip("-") or "entry"
+
+
+def scope_dir(scope: Scope) -> PurePosixPath:
+    if scope.kind == "global":
+        return PurePosixPath("global")
+    if scope.kind == "project":
+        return PurePosixPath("project", str(scope.project))
+    if scope.kind == "repo":
+        return PurePosixPath("repo", str(scope.owner), str(scope.name))
+    return PurePosixPath("branch", str(scope.owner), str(scope.name), *str(scope.branch).split("/"))
+
+
+def ms(text: str | None) -> str | None:
+    """A time as LoreKit writes it: ISO 8601, milliseconds, Z."""
+    if text is None:
+        return None
+    moment = parse_ts(text).astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- record -> file ---------------------------------------------------------------------------
+
+
+def _kept(record: dict[str, Any]) -> dict[str, Any]:
+    kept = record.get("lorekit")
+    return kept if isinstance(kept, dict) else {}
+
+
+def front_matter(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The fields of a lesson record's file, in LoreKit's order."""
+    kept, source = _kept(record), record.get("source") or {}
+    archived = record.get("archived_at") or record.get("updated_at")
+    values: dict[str, Any] = {
+        "scope": _spelling(kept.get("scope"), record["scope"], _scope_text),
+        "key": record["key"],
+        "tags": _spelling(kept.get("tags"), record.get("tags") or [], _tags),
+        "created": ms(record.get("created_at")),
+        "updated": ms(record.get("updated_at")),
+        "archived_at": ms(archived) if record.get("status") == "archived" else None,
+        "expires_at": ms(record.get("expires_at")),
+        "seen_count": record.get("seen_count", 1),
+    }
+    values |= {name: source.get(inner) for name, inner in _SOURCE.items()}
+    # A field the file left out stays out while it still holds what reading fills in.
+    omitted = set(kept.get("omitted") or ())
+    implied = {"tags": [], "seen_count": 1, "updated": values["created"]}
+    lines = [(n, values[n]) for n in FIELDS if not (n in omitted and values[n] == implied.get(n))]
+    extra = kept.get("fields") or []
+    return lines + [(str(pair[0]), pair[1]) for pair in extra if len(pair) == 2]
+
+
+def _spelling(original: Any, value: Any, normalise: Any) -> Any:
+    """The file's own spelling of a value, while it still means what lorestore holds."""
+    try:
+        return original if original is not None and normalise(original) == value else value
+    except (LorestoreError, TypeError, AttributeError):
+        return value
+
+
+def _scope_text(text: str) -> str:
+    return parse_scope(text).text
+
+
+def _tags(tags: list[str]) -> list[str]:
+    return list(validate_tags(tags))
+
+
+def relative_path(record: dict[str, Any]) -> PurePosixPath:
+    kept = _kept(record).get("file")
+    canonical = scope_dir(parse_scope(record["scope"])) / f"{slug(record['key'])}.md"
+    if isinstance(kept, str) and kept.endswith(".md") and _under(kept, canonical.parent):
+        return PurePosixPath(kept)
+    return canonical
+
+
+def _under(path: str, folder: PurePosixPath) -> bool:
+    return PurePosixPath(path).parent == folder and ".." not in PurePosixPath(path).parts
+
+
+def file_text(record: dict[str, Any]) -> str:
+    lines = [f"{name}: {_json(value)}" for name, value in front_matter(record)]
+    return "---\n" + "\n".join(lines) + "\n---\n" + str(record["value"]) + "\n"
+
+
+# --- file -> record ---------------------------------------------------------------------------
+
+
+def parse_file(text: str, path: str) -> dict[str, Any]:
+    """A LoreKit file as a lesson record of the interchange format (without an id)."""
+    if not text.startswith("---\n"):
+        raise LoreKitError("a LoreKit file starts with a '---' line")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        raise LoreKitError("the front matter has no closing '---' line")
+    fields: dict[str, Any] = {}
+    for line in text[4:end].split("\n"):
+        name, sep, raw = line.partition(":")
+        if not sep or not name or name in fields:
+            raise LoreKitError(f"front matter line {line[:60]!r} is not a new 'name: value'")
+        try:
+            fields[name] = json.loads(raw.strip())
+        except ValueError as exc:
+            raise LoreKitError(f"{name}: the value is not JSON ({exc})") from None
+    body = text[end + 5 :]
+    return _record(fields, body.removesuffix("\n"), path)
+
+
+def _record(fields: dict[str, Any], value: str, path: str) -> dict[str, Any]:
+    for name in ("scope", "key", "created"):
+        if not isinstance(fields.get(name), str):
+            raise LoreKitError(f"the front matter needs {name} (a string)")
+    updated = fields.get("updated") or fields["created"]
+    archived = fields.get("archived_at")
+    source = {
+        inner: fields[name] for name, inner in _SOURCE.items() if fields.get(name) is not None
+    }
+    record: dict[str, Any] = {
+        "type": "lesson",
+        "scope": fields["scope"],
+        "key": fields["key"],
+        "value": value,
+        "tags": fields.get("tags") or [],
+        "trust": "candidate",
+        "status": "archived" if archived else "active",
+        "version": 1,
+        "seen_count": 1 if fields.get("seen_count") is None else fields["seen_count"],
+        "recorded_at": updated,
+        "created_at": fields["created"],
+        "updated_at": updated,
+        "archived_at": archived,
+        "expires_at": fields.get("expires_at"),
+        "source": source,
+    }
+    kept = _fidelity(fields, record, path)
+    if kept:
+        record["lorekit"] = kept
+    return record
+
+
+def _fidelity(fields: dict[str, Any], record: dict[str, Any], path: str) -> dict[str, Any]:
+    """What the file says that lorestore would otherwise normalise away."""
+    kept: dict[str, Any] = {}
+    try:
+        scope = parse_scope(record["scope"])
+    except LorestoreError:
+        return kept  # the importer refuses the scope and says why
+    if scope.text != record["scope"]:
+        kept["scope"] = record["scope"]
+    if isinstance(record["tags"], list) and _spelling_differs(record["tags"]):
+        kept["tags"] = record["tags"]
+    if path != str(scope_dir(scope) / f"{slug(record['key'])}.md"):
+        kept["file"] = path
+    unknown = [[name, value] for name, value in fields.items() if name not in FIELDS]
+    if unknown:
+        kept["fields"] = unknown
+    omitted = [name for name in FIELDS if name not in fields]
+    if omitted:
+        kept["omitted"] = omitted
+    return kept
+
+
+def _spelling_differs(tags: list[Any]) -> bool:
+    try:
+        return _tags(tags) != tags
+    except (LorestoreError, AttributeError, TypeError):
+        return False
+
+
+def read_tree(root: Path) -> Iterator[Incoming]:
+    """Every lesson file under a LoreKit directory, in path order, one directory at a time."""
+    for top in TOP:
+        for path in _walk(root / top):
+            rel = path.relative_to(root).as_posix()
+            try:
+                record = parse_file(path.read_text(encoding="utf-8"), rel)
+            except (OSError, UnicodeDecodeError, LoreKitError) as exc:
+                yield Incoming(path=rel, error=str(exc))
+                continue
+            yield Incoming(path=rel, record=record)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    if not folder.is_dir():
+        return
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(Path(entry.path))
+        elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            yield Path(entry.path)
+
+
+def default_tiers(home: Path, repo_root: Path | None) -> list[Path]:
+    """LoreKit's two tiers: ``~/.lorekit`` and ``<repo>/.lorekit``, those that exist."""
+    tiers = [home / ".lorekit"] + ([repo_root / ".lorekit"] if repo_root else [])
+    return [t for t in tiers if t.is_dir()]
+
+
+# --- writing a tree ---------------------------------------------------------------------------
+
+_SOURCE_KEPT = frozenset(_SOURCE.values())
+
+
+def losses(record: dict[str, Any]) -> list[str]:
+    """What a lesson record holds that a LoreKit file cannot."""
+    found = []
+    versions = record.get("versions") or []
+    checks = {
+        "history": len(versions) > 1,
+        "trust": record.get("trust", "candidate") != "candidate",
+        "kind": record.get("kind", "lesson") != "lesson",
+        "valid_time": bool(record.get("valid_from") or record.get("valid_to")),
+        "depends_on": bool(record.get("depends_on")),
+        "review": bool(record.get("review")),
+        "pending_revision": bool(record.get("pending_revision")),
+        "provenance": bool(set(record.get("source") or {}) - _SOURCE_KEPT),
+        "ext": bool(set(record) - set(LESSON.fields) - {"lorekit"}),
+    }
+    found = [name for name, lost in checks.items() if lost]
+    return found
+
+
+@dataclass
+class TreeReport:
+    """What a LoreKit export wrote, withheld and could not keep."""
+
+    lessons: int = 0
+    written: int = 0
+    unchanged: int = 0
+    withheld: Counter[str] = field(default_factory=Counter)
+    not_kept: Counter[str] = field(default_factory=Counter)
+    notes: list[Problem] = field(default_factory=list)
+
+    def note(self, record: dict[str, Any], code: str, message: str) -> None:
+        if len(self.notes) < LISTED:
+            self.notes.append(
+                Problem(
+                    type=str(record.get("type")),
+                    id=record.get("id"),
+                    scope=record.get("scope"),
+                    key=record.get("key"),
+                    code=code,
+                    message=message,
+                )
+            )
+
+
+class TreeWriter:
+    """Writes lesson records as files under ``root``; counts what it cannot write."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.report = TreeReport()
+        self._paths: set[PurePosixPath] = set()
+
+    def write_all(self, records: Iterable[dict[str, Any]]) -> TreeReport:
+        for record in records:
+            self.write(record)
+        return self.report
+
+    def write(self, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        if kind != "lesson":
+            what = {"tombstone": "tombstones", "scope_policy": "scope_policies"}
+            self.report.not_kept[what.get(str(kind), "unknown_records")] += 1
+            return
+        trust = record.get("trust", "candidate")
+        if trust in WITHHELD_TRUST:
+            self.report.withheld[f"lorekit_{trust}"] += 1
+            self.report.note(
+                record,
+                "withheld",
+                f"a {trust} lesson is withheld from recall; "
+                "a LoreKit file would serve it, so it was not written",
+            )
+            return
+        lost = losses(record)
+        for name in [*lost, "id"]:
+            self.report.not_kept[name] += 1
+        if lost:
+            self.report.note(record, "not_kept", "LoreKit cannot hold: " + ", ".join(lost))
+        self._store(record)
+
+    def _store(self, record: dict[str, Any]) -> None:
+        rel = relative_path(record)
+        if rel in self._paths:
+            rel = self._free(rel)
+            self.report.note(
+                record,
+                "slug_collision",
+                f"another key has this slug; written "
+                f"as {rel} (LoreKit itself would write {slug(record['key'])}.md)",
+            )
+        self._paths.add(rel)
+        self.report.lessons += 1
+        text = file_text(record).encode("utf-8")
+        target = self.root / rel
+        if target.is_file() and target.read_bytes() == text:
+            self.report.unchanged += 1
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".lorestore-")
+        with os.fdopen(handle, "wb") as out:
+            out.write(text)
+        os.replace(temporary, target)
+        self.report.written += 1
+
+    def _free(self, rel: PurePosixPath) -> PurePosixPath:
+        n = 2
+        while (candidate := rel.with_name(f"{rel.stem}-{n}.md")) in self._paths:
+            n += 1
+        return candidate

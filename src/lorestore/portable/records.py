@@ -1,0 +1,355 @@
+"""The records of the interchange format and the domain records they carry: a lesson (with its
+versions), a tombstone, a scope policy, and a record of a type this lorestore does not know.
+
+``*_line`` turns a stored record into the object written on one line; ``parse_*`` validates
+an object read from a line (every domain rule a write would check) into what the importer
+stores. Pure: no I/O, no store.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeGuard
+
+from pydantic import ValidationError
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import value_digest
+from lorestore.core.records import Lesson, LessonVersion, normalise_ts
+from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.validation import validate_key, validate_tags, validate_value
+from lorestore.portable.shapes import LESSON, POLICY, TOMBSTONE, canonical, merge, split
+from lorestore.storage.protocol import ForeignRecord, PolicyRecord, PolicyRow, Tombstone
+from lorestore.storage.rows import dumps
+
+KNOWN_TYPES = ("lesson", "tombstone", "scope_policy")
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_CANONICAL_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+_BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_TIMES = ("valid_from", "valid_to", "recorded_at", "created_at", "updated_at", "archived_at")
+_PLACEHOLDER_OWNER = {"user": "import"}  # replaced by the owner the scope resolves to
+
+
+class RecordError(ValueError):
+    """A line or file that is not a valid record; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedLesson:
+    lesson: Lesson
+    digest: str
+    versions: tuple[LessonVersion, ...] | None  # None: the record carried no history
+    pending_version: int | None
+    derive_id: bool = False  # a LoreKit lesson: its id is derived from owner and address
+    dropped_proposal: bool = False  # pending_revision without the versions that hold it
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedForeign:
+    type: str
+    scope: str | None
+    record: dict[str, Any]
+    digest: str
+
+
+def owner_text(owner: Mapping[str, str]) -> str:
+    ((kind, ident),) = owner.items()
+    return f"{kind}:{ident}"
+
+
+def owner_object(owner: str) -> dict[str, str]:
+    kind, _, ident = owner.partition(":")
+    return {kind: ident}
+
+
+# --- stored record -> line ------------------------------------------------------------------
+
+
+def version_line(version: LessonVersion) -> dict[str, Any]:
+    data = version.model_dump(exclude={"lesson_id"})
+    data["source"] = version.source.model_dump(exclude_none=True)
+    return data
+
+
+def lesson_line(lesson: Lesson, versions: list[LessonVersion] | None) -> dict[str, Any]:
+    data = lesson.model_dump(exclude={"ext"})
+    data["source"] = lesson.source.model_dump(exclude_none=True)
+    known: dict[str, Any] = {"type": "lesson", **{k: data[k] for k in LESSON.fields[1:-1]}}
+    if versions is not None:
+        known["versions"] = [version_line(v) for v in versions]
+    return merge(known, lesson.ext, LESSON)
+
+
+def tombstone_line(tombstone: Tombstone) -> dict[str, Any]:
+    known = {
+        "type": "tombstone",
+        "id": tombstone.id,
+        "owner": owner_object(tombstone.owner),
+        "scope": tombstone.scope,
+        "digest": tombstone.value_digest,
+        "reason": tombstone.reason,
+        "actor": tombstone.actor,
+        "time": tombstone.created_at,
+        "lesson_id": tombstone.lesson_id,
+        "lifted_at": tombstone.lifted_at,
+        "lifted_by": tombstone.lifted_by,
+        "lift_reason": tombstone.lift_reason,
+    }
+    return merge(known, tombstone.ext, TOMBSTONE)
+
+
+def policy_line(record: PolicyRecord) -> dict[str, Any]:
+    known = {
+        "type": "scope_policy",
+        "owner": owner_object(record.owner),
+        "scope": record.policy.scope,
+        "revision_policy": record.policy.revision_policy,
+        "require_review": record.policy.require_review,
+        "updated_at": record.updated_at,
+        "updated_by": record.updated_by,
+    }
+    return merge(known, record.ext, POLICY)
+
+
+def foreign_line(record: ForeignRecord) -> dict[str, Any]:
+    """A kept record of an unknown type, as imported: its type first, then its fields."""
+    data = canonical(record.record)
+    return {"type": data.pop("type"), **data}
+
+
+# --- line -> record -------------------------------------------------------------------------
+
+
+def _text(known: Mapping[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = known.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be a string")
+    return value
+
+
+def _uuid(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be a UUID string")
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        raise RecordError(f"{name} {value!r} is not a UUID") from None
+    if parsed.int == 0:
+        # Exports page on id > the nil UUID: a record holding it could never be exported.
+        raise RecordError(f"{name} cannot be the nil UUID")
+    return str(parsed)
+
+
+def _scope(value: Any) -> Scope:
+    if not isinstance(value, str):
+        raise RecordError("scope must be a string")
+    return scope_of(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def scope_of(text: str) -> Scope:
+    """``parse_scope``, remembered: a file names few scopes many times."""
+    return parse_scope(text)
+
+
+def _time(known: dict[str, Any], name: str, *, required: bool) -> None:
+    value = known.get(name)
+    if value is None:
+        if required:
+            raise RecordError(f"{name} is required")
+        return
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be an ISO 8601 string")
+    if not _CANONICAL_TIME.match(value):
+        known[name] = normalise_ts(value, field=name)
+        return
+    try:  # already in lorestore's form: checked, and kept as it is
+        datetime.fromisoformat(value[:-1])
+    except ValueError:
+        raise RecordError(f"{name} {value!r} is not a valid time") from None
+
+
+def _validated(model: type[Lesson] | type[LessonVersion], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()
+        ]
+        raise RecordError("; ".join(problems)) from None
+
+
+def parse_lesson(record: Mapping[str, Any], *, derive_id: bool = False) -> ParsedLesson:
+    """Validate a lesson line; raises ``RecordError`` (or a LorestoreError of the domain)."""
+    known, ext = split(record, LESSON)
+    known.pop("type", None)
+    known.pop("owner", None)
+    versions_raw = known.pop("versions", None)
+    pending_flag = known.pop("pending_revision", False)
+    lesson_id = str(uuid.uuid4()) if derive_id else _uuid(known.get("id"), "id")
+    known |= {
+        "id": lesson_id,
+        "scope": _scope(known.get("scope")).text,
+        "key": validate_key(_text(known, "key") or ""),
+        "value": validate_value(_text(known, "value") or ""),
+        "tags": list(validate_tags(_list(known, "tags"))),
+        "owner": _PLACEHOLDER_OWNER,
+        "ext": ext,
+    }
+    for name in _TIMES:
+        _time(known, name, required=name in ("recorded_at", "created_at", "updated_at"))
+    _time(known, "expires_at", required=False)
+    _check_window(known.get("valid_from"), known.get("valid_to"))
+    if known.get("review") is not None and isinstance(known["review"], dict):
+        _time(known["review"], "at", required=True)
+    _check_dependencies(known.get("depends_on"))
+    lesson: Lesson = _validated(Lesson, known)
+    _check_counts(lesson)
+    digest = value_digest(lesson.value)
+    if versions_raw is None:
+        return ParsedLesson(lesson, digest, None, None, derive_id, bool(pending_flag))
+    versions = _versions(lesson, digest, versions_raw)
+    pending = next((v.version for v in versions if v.state == "proposed"), None)
+    if bool(pending_flag) != (pending is not None):
+        raise RecordError("pending_revision does not match the proposed version in versions")
+    lesson = lesson.model_copy(update={"pending_revision": pending is not None})
+    return ParsedLesson(lesson, digest, versions, pending, derive_id)
+
+
+def _check_counts(lesson: Lesson) -> None:
+    if lesson.version < 1:
+        raise RecordError("version must be at least 1")
+    if lesson.seen_count < 0:
+        raise RecordError("seen_count cannot be negative")
+
+
+def _list(known: Mapping[str, Any], name: str) -> list[str]:
+    value = known.get(name) or []
+    if not isinstance(value, list):
+        raise RecordError(f"{name} must be a list")
+    return value
+
+
+def _check_window(valid_from: Any, valid_to: Any) -> None:
+    if valid_from and valid_to and valid_to < valid_from:
+        raise RecordError("valid_to is before valid_from")
+
+
+def _check_dependencies(items: Any) -> None:
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise RecordError("depends_on must be a list")
+    paths = [item.get("path") for item in items if isinstance(item, dict)]
+    if len(set(paths)) != len(items):
+        raise RecordError("depends_on lists a path twice (or an item that is not an object)")
+    for item in items:
+        path = item.get("path")
+        if not isinstance(path, str) or not path or path.startswith("/") or ".." in path.split("/"):
+            raise RecordError(f"depends_on path {path!r} must be relative to the repository")
+        if not isinstance(item.get("blob"), str) or not _BLOB.match(item["blob"]):
+            raise RecordError(f"depends_on {path!r} has no git blob hash")
+
+
+def _versions(lesson: Lesson, digest: str, raw: Any) -> tuple[LessonVersion, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise RecordError("versions must be a non-empty list")
+    out: list[LessonVersion] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise RecordError("each version must be an object")
+        data = dict(item, lesson_id=lesson.id)
+        data["value"] = validate_value(_text(data, "value") or "")
+        data["tags"] = list(validate_tags(_list(data, "tags")))
+        for name in ("valid_from", "valid_to", "recorded_at", "accepted_at"):
+            _time(data, name, required=name == "recorded_at")
+        computed = value_digest(data["value"])
+        if data.setdefault("value_digest", computed) != computed:
+            raise RecordError(f"version {data.get('version')}: value_digest does not match value")
+        out.append(_validated(LessonVersion, data))
+    _check_versions(lesson, digest, out)
+    return tuple(sorted(out, key=lambda v: v.version))
+
+
+def _check_versions(lesson: Lesson, digest: str, versions: list[LessonVersion]) -> None:
+    numbers = [v.version for v in versions]
+    if len(set(numbers)) != len(numbers) or min(numbers) < 1:
+        raise RecordError("version numbers must be distinct and at least 1")
+    served = next((v for v in versions if v.version == lesson.version), None)
+    if served is None or served.state != "accepted" or served.value_digest != digest:
+        raise RecordError(f"versions lack the served version {lesson.version} as accepted")
+    proposed = [v for v in versions if v.state == "proposed"]
+    if len(proposed) > 1 or any(v.version < lesson.version for v in proposed):
+        raise RecordError("at most one proposed version, newer than the served one")
+
+
+def parse_tombstone(record: Mapping[str, Any]) -> Tombstone:
+    known, ext = split(record, TOMBSTONE)
+    digest = known.get("digest")
+    if not isinstance(digest, str) or not _DIGEST.match(digest):
+        raise RecordError("digest must be the 64 hex digits of a value digest")
+    for name in ("time", "lifted_at"):
+        _time(known, name, required=name == "time")
+    lesson_id = known.get("lesson_id")
+    return Tombstone(
+        id=_uuid(known.get("id"), "id"),
+        owner="",
+        scope=_scope(known.get("scope")).text,
+        value_digest=digest,
+        reason=_text(known, "reason") or "",
+        actor=_text(known, "actor") or "",
+        created_at=known["time"],
+        lesson_id=None if lesson_id is None else _uuid(lesson_id, "lesson_id"),
+        lifted_at=known.get("lifted_at"),
+        lifted_by=_text(known, "lifted_by", required=False),
+        lift_reason=_text(known, "lift_reason", required=False),
+        ext=ext,
+    )
+
+
+def parse_policy(record: Mapping[str, Any]) -> PolicyRecord:
+    known, ext = split(record, POLICY)
+    scope = known.get("scope")
+    scope_text = "*" if scope == "*" else _scope(scope).text
+    revision = known.get("revision_policy")
+    if revision not in ("none", "commit", "files"):
+        raise RecordError("revision_policy must be none, commit or files")
+    if not isinstance(known.get("require_review"), bool):
+        raise RecordError("require_review must be true or false")
+    _time(known, "updated_at", required=True)
+    owner = known.get("owner")
+    return PolicyRecord(
+        owner=owner_text(owner) if _is_owner(owner) else "",
+        policy=PolicyRow(scope_text, str(revision), known["require_review"]),
+        updated_at=known["updated_at"],
+        updated_by=_text(known, "updated_by") or "",
+        ext=ext,
+    )
+
+
+def _is_owner(value: Any) -> TypeGuard[dict[str, str]]:
+    return (
+        isinstance(value, dict)
+        and len(value) == 1
+        and next(iter(value)) in ("user", "org")
+        and isinstance(next(iter(value.values())), str)
+    )
+
+
+def parse_foreign(record: Mapping[str, Any]) -> ParsedForeign:
+    scope = record.get("scope")
+    try:
+        scope_text = parse_scope(scope).text if isinstance(scope, str) else None
+    except LorestoreError:
+        scope_text = None
+    data = dict(record)
+    digest = hashlib.sha256(dumps(data).encode("utf-8")).hexdigest()
+    return ParsedForeign(str(record["type"]), scope_text, data, digest)

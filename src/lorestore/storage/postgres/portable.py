@@ -1,0 +1,168 @@
+"""The bulk export and import primitives of the PostgreSQL store (``lorestore export`` /
+``import``): keyset pages ordered by stable ids, and inserts that keep what is there. Every
+statement runs as the app role with the actor bound, so row-level security still decides."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from lorestore.core.records import Lesson, LessonVersion
+from lorestore.storage.protocol import (
+    ForeignRecord,
+    PolicyRecord,
+    PolicyRow,
+    StoredLesson,
+    Tombstone,
+)
+from lorestore.storage.queries import load_queries
+from lorestore.storage.rows import (
+    dumps,
+    json_value,
+    lesson_from_row,
+    lesson_params,
+    ts_text,
+    version_from_row,
+)
+
+Q = load_queries("lorestore.storage.postgres", "queries.sql")
+Row = dict[str, Any]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def tombstone_from_row(row: Row) -> Tombstone:
+    return Tombstone(
+        id=str(row["id"]),
+        owner=row["owner"],
+        scope=row["scope"],
+        value_digest=row["value_digest"],
+        reason=row["reason"],
+        actor=row["actor"],
+        created_at=ts_text(row["created_at"]) or "",
+        lesson_id=_text(row["lesson_id"]),
+        lifted_at=ts_text(row["lifted_at"]),
+        lifted_by=row["lifted_by"],
+        lift_reason=row["lift_reason"],
+        ext=json_value(row["ext"]),
+    )
+
+
+class PortablePrimitives:
+    """Mixed into the PostgreSQL transaction; uses its open connection."""
+
+    _conn: psycopg.Connection[Row]
+
+    def export_lessons(
+        self, owners: Sequence[str], after_id: str | None, limit: int
+    ) -> list[StoredLesson]:
+        params = {"owners": list(owners), "after_id": after_id, "limit": limit}
+        return [
+            StoredLesson(lesson_from_row(r), r["pk"], r["value_digest"], r["pending_version"])
+            for r in self._conn.execute(Q["export_lessons"], params).fetchall()
+        ]
+
+    def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
+        found: dict[int, list[LessonVersion]] = {pk: [] for pk in pks}
+        for row in self._conn.execute(Q["versions_of"], {"pks": list(pks)}).fetchall():
+            found[row["lesson_pk"]].append(version_from_row(row, str(row["lesson_id"])))
+        return found
+
+    def import_lesson(
+        self, lesson: Lesson, value_digest: str, pending_version: int | None
+    ) -> int | None:
+        params = lesson_params(lesson, value_digest, pending_version)
+        row = self._conn.execute(Q["import_lesson"], params).fetchone()
+        return None if row is None else int(row["pk"])
+
+    def export_tombstones(
+        self, owners: Sequence[str], after_id: str | None, limit: int
+    ) -> list[Tombstone]:
+        params = {"owners": list(owners), "after_id": after_id, "limit": limit}
+        rows = self._conn.execute(Q["export_tombstones"], params).fetchall()
+        return [tombstone_from_row(r) for r in rows]
+
+    def tombstone_by_id(self, owner: str, tombstone_id: str) -> Tombstone | None:
+        params = {"owner": owner, "id": tombstone_id}
+        row = self._conn.execute(Q["tombstone_by_id"], params).fetchone()
+        return None if row is None else tombstone_from_row(row)
+
+    def import_tombstone(self, tombstone: Tombstone) -> bool:
+        params = {
+            "id": tombstone.id,
+            "owner": tombstone.owner,
+            "scope": tombstone.scope,
+            "value_digest": tombstone.value_digest,
+            "reason": tombstone.reason,
+            "actor": tombstone.actor,
+            "created_at": tombstone.created_at,
+            "lesson_id": tombstone.lesson_id,
+            "lifted_at": tombstone.lifted_at,
+            "lifted_by": tombstone.lifted_by,
+            "lift_reason": tombstone.lift_reason,
+            "ext": dumps(tombstone.ext),
+        }
+        return self._conn.execute(Q["import_tombstone"], params).rowcount == 1
+
+    def export_policies(self, owners: Sequence[str]) -> list[PolicyRecord]:
+        rows = self._conn.execute(Q["export_policies"], {"owners": list(owners)}).fetchall()
+        return [
+            PolicyRecord(
+                owner=r["owner"],
+                policy=PolicyRow(r["scope"], r["revision_policy"], bool(r["require_review"])),
+                updated_at=ts_text(r["updated_at"]) or "",
+                updated_by=r["updated_by"],
+                ext=json_value(r["ext"]),
+            )
+            for r in rows
+        ]
+
+    def import_policy(self, policy: PolicyRecord) -> bool:
+        params = {
+            "owner": policy.owner,
+            "scope": policy.policy.scope,
+            "revision_policy": policy.policy.revision_policy,
+            "require_review": int(policy.policy.require_review),
+            "updated_at": policy.updated_at,
+            "updated_by": policy.updated_by,
+            "ext": dumps(policy.ext),
+        }
+        return self._conn.execute(Q["import_policy"], params).rowcount == 1
+
+    def import_foreign(self, record: ForeignRecord) -> bool:
+        params = {
+            "owner": record.owner,
+            "digest": record.digest,
+            "type": record.type,
+            "scope": record.scope,
+            "record": dumps(record.record),
+            "imported_at": record.imported_at,
+            "imported_by": record.imported_by,
+        }
+        return self._conn.execute(Q["import_foreign"], params).rowcount == 1
+
+    def export_foreign(
+        self, owners: Sequence[str], after: tuple[str, str] | None, limit: int
+    ) -> list[ForeignRecord]:
+        params = {
+            "owners": list(owners),
+            "after_owner": after[0] if after else None,
+            "after_digest": after[1] if after else None,
+            "limit": limit,
+        }
+        return [
+            ForeignRecord(
+                owner=r["owner"],
+                digest=r["digest"],
+                type=r["type"],
+                scope=r["scope"],
+                record=json_value(r["record"]),
+                imported_at=ts_text(r["imported_at"]) or "",
+                imported_by=r["imported_by"],
+            )
+            for r in self._conn.execute(Q["export_foreign"], params).fetchall()
+        ]

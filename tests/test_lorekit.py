@@ -1,0 +1,241 @@
+"""The LoreKit local store through the real CLI: a tree with lessons in all four scope forms,
+an archived one, an expiring one and tags goes into lorestore and comes back byte for byte;
+importing it again changes nothing; what LoreKit cannot hold is reported and never written
+as a field; a file that is not a lesson is named and the rest still lands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.conftest import Cli
+
+from lorestore.portable.lorekit import FIELDS, file_text, parse_file, slug
+
+LESSONS = {
+    "global/use-uv-for-python-tooling.md": {
+        "scope": "global",
+        "key": "Use uv for Python tooling",
+        "tags": ["python", "tooling"],
+        "source_agent": "claude-code",
+        "trigger": "session-end",
+        "created": "2025-11-02T09:15:00.120Z",
+        "updated": "2025-11-03T10:00:00.000Z",
+        "archived_at": None,
+        "origin_repo": None,
+        "origin_branch": None,
+        "origin_commit": None,
+        "origin_pr": None,
+        "expires_at": None,
+        "seen_count": 3,
+        "text": "Prefer `uv run` over activating a venv.\n\nIt is faster.",
+    },
+    "project/billing/invoices-freeze-on-fridays.md": {
+        "scope": "project::billing",
+        "key": "invoices freeze on Fridays",
+        "tags": [],
+        "created": "2026-01-05T08:00:00.000Z",
+        "updated": "2026-01-05T08:00:00.000Z",
+        "expires_at": "2027-06-30T00:00:00.000Z",  # an expiring lesson
+        "seen_count": 1,
+        "text": "No invoice migrations between Friday noon and Monday.",
+    },
+    "repo/acme/app/ci-needs-postgres-16.md": {
+        "scope": "repo::acme/app",
+        "key": "CI needs Postgres 16!",
+        "tags": ["zeta", "ci", "db"],  # LoreKit's own order, kept
+        "origin_repo": "acme/app",
+        "origin_branch": "main",
+        "origin_commit": "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+        "origin_pr": 128,
+        "created": "2025-12-01T12:00:00.500Z",
+        "updated": "2025-12-02T12:00:00.999Z",
+        "seen_count": 2,
+        "text": "Integration tests need Postgres 16 running on 5432.",
+    },
+    "repo/acme/app/old-deploy-script.md": {
+        "scope": "repo::acme/app",
+        "key": "old deploy script",
+        "tags": ["deploy"],
+        "created": "2024-03-01T00:00:00.000Z",
+        "updated": "2025-01-01T00:00:00.000Z",
+        "archived_at": "2025-01-01T00:00:00.000Z",  # an archived lesson
+        "seen_count": 1,
+        "text": "Deploy with ./deploy.sh (replaced by the pipeline).",
+    },
+    "branch/acme/app/feature/login/login-flow-uses-pkce.md": {
+        "scope": "branch::acme/app::feature/login",
+        "key": "login flow uses PKCE",
+        "tags": ["auth"],
+        "origin_branch": "feature/login",
+        "created": "2026-02-10T16:30:00.000Z",
+        "updated": "2026-02-11T09:00:00.000Z",
+        "seen_count": 1,
+        "text": "The login flow uses PKCE; never store the verifier.",
+    },
+}
+
+
+def write_tree(root: Path) -> dict[str, bytes]:
+    """The tree as LoreKit writes it: every field, in its order, one JSON value per line."""
+    files = {}
+    for rel, lesson in LESSONS.items():
+        fields = [
+            f"{name}: {json.dumps(lesson.get(name), ensure_ascii=False, separators=(',', ':'))}"
+            for name in FIELDS
+        ]
+        body = "---\n" + "\n".join(fields) + "\n---\n" + str(lesson["text"]) + "\n"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(body, encoding="utf-8")
+        files[rel] = body.encode("utf-8")
+    return files
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_lorekit_tree_round_trips_byte_for_byte(cli: Cli, tmp_path: Path) -> None:
+    original = write_tree(tmp_path / "in")
+    result = cli.ok("import", "--format", "lorekit", str(tmp_path / "in"))
+    assert result["lessons"] == {"added": 5, "unchanged": 0, "differs": 0, "refused": 0}
+    assert result["problems"] == []
+    listed = cli.ok("list", "repo::acme/app")["lessons"]
+    assert [x["key"] for x in listed] == ["CI needs Postgres 16!"]  # the archived one is hidden
+    pg = listed[0]
+    assert pg["tags"] == ["ci", "db", "zeta"] and pg["seen_count"] == 2
+    assert {k: v for k, v in pg["source"].items() if v is not None} == {
+        "repo": "acme/app",
+        "branch": "main",
+        "commit": "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+        "pr": 128,
+    }
+    summary = cli.ok("export", "--format", "lorekit", str(tmp_path / "out"))
+    assert summary["lessons"] == 5 and summary["files"] == {"written": 5, "unchanged": 0}
+    assert tree(tmp_path / "out") == original
+    again = cli.ok("import", "--format", "lorekit", str(tmp_path / "in"))
+    assert again["lessons"] == {"added": 0, "unchanged": 5, "differs": 0, "refused": 0}
+    rewritten = cli.ok("export", "--format", "lorekit", str(tmp_path / "out"))
+    assert rewritten["files"] == {"written": 0, "unchanged": 5}
+
+
+def test_what_lorekit_cannot_hold_is_reported_not_written(cli: Cli, tmp_path: Path) -> None:
+    scope = "repo::acme/app"
+    cli.ok("write", scope, "plain", "A plain lesson")
+    cli.ok("write", scope, "checked", "First value", "--depends-on", f"a.py={'a' * 40}")
+    cli.ok("write", scope, "checked", "Second value")
+    cli.ok("verify", scope, "checked")
+    cli.ok("write", scope, "wrong", "A wrong lesson")
+    cli.ok("reject", scope, "wrong", "--reason", "not true")
+    cli.ok("write", scope, "doubt", "A doubtful lesson")
+    cli.ok("dispute", scope, "doubt", "--reason", "maybe stale")
+    summary = cli.ok("export", "--format", "lorekit", str(tmp_path / "kit"))
+    assert summary["not_kept"] == {
+        "depends_on": 1,
+        "history": 1,
+        "id": 2,
+        "review": 1,
+        "tombstones": 1,
+        "trust": 1,
+    }
+    assert summary["withheld"] == {"lorekit_disputed": 1, "lorekit_rejected": 1}
+    notes = {(n["key"], n["code"]): n["message"] for n in summary["notes"]}
+    assert (
+        notes[("checked", "not_kept")] == "LoreKit cannot hold: history, trust, depends_on, review"
+    )
+    assert ("wrong", "withheld") in notes and ("doubt", "withheld") in notes
+    written = tree(tmp_path / "kit")
+    assert sorted(written) == ["repo/acme/app/checked.md", "repo/acme/app/plain.md"]
+    for text in written.values():
+        names = [line.split(":", 1)[0] for line in text.decode().split("---\n")[1].splitlines()]
+        assert names == list(FIELDS)  # no trust, versions or tombstone field LoreKit would misread
+    assert b"Second value" in written["repo/acme/app/checked.md"]
+
+
+def test_a_file_that_is_not_a_lesson_is_named(cli: Cli, tmp_path: Path) -> None:
+    write_tree(tmp_path / "kit")
+    bad = tmp_path / "kit" / "global" / "broken.md"
+    bad.write_text("no front matter here\n")
+    result = cli("import", "--format", "lorekit", str(tmp_path / "kit"), "--json")
+    assert result.exit_code == 1  # something did not land
+    body = result.json()
+    assert body["lessons"]["added"] == 5 and body["invalid"] == 1
+    (problem,) = body["problems"]
+    assert problem["path"] == str(bad) and problem["code"] == "invalid_record"
+
+
+def test_slugs_follow_lorekit() -> None:
+    assert slug("CI needs Postgres 16!") == "ci-needs-postgres-16"
+    assert slug("  --Hello,  World--  ") == "hello-world"
+    assert slug("日本語") == "entry"
+    assert slug("a" * 79 + " b" + "c" * 30) == "a" * 79
+    assert len(slug("x" * 200)) == 80
+
+
+@given(st.text(max_size=300))
+def test_a_slug_is_always_a_safe_file_name(key: str) -> None:
+    name = slug(key)
+    assert 1 <= len(name) <= 80
+    assert name == name.strip("-") and set(name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+text_value = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).filter(str.strip)
+
+
+@given(
+    key=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1).filter(str.strip),
+    value=text_value,
+    seen=st.integers(0, 10_000),
+    agent=st.none() | st.text(st.characters(blacklist_categories=("Cs",))),
+)
+def test_a_lorekit_file_reads_back_as_it_was_written(
+    key: str, value: str, seen: int, agent: str | None
+) -> None:
+    record = {
+        "type": "lesson",
+        "scope": "global",
+        "key": key,
+        "value": value,
+        "tags": [],
+        "created_at": "2026-01-01T00:00:00.001000Z",
+        "updated_at": "2026-01-02T00:00:00.002000Z",
+        "status": "active",
+        "seen_count": seen,
+        "source": {} if agent is None else {"agent": agent},
+    }
+    text = file_text(record)
+    back = parse_file(text, f"global/{slug(key)}.md")
+    assert (back["key"], back["value"], back["seen_count"]) == (key, value, seen)
+    assert back["source"] == record["source"]
+    assert file_text({**back, "created_at": record["created_at"]}) == text
+
+
+def test_both_tiers_are_read_when_no_directory_is_named(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user, repo = tmp_path / "me", tmp_path / "work"
+    write_tree(user / ".lorekit")
+    repo_tier = repo / ".lorekit" / "repo" / "acme" / "app" / "repo-tier.md"
+    repo_tier.parent.mkdir(parents=True)
+    fields = {**LESSONS["repo/acme/app/ci-needs-postgres-16.md"], "key": "repo tier"}
+    repo_tier.write_text(
+        "---\n"
+        + "\n".join(f"{n}: {json.dumps(fields.get(n), separators=(',', ':'))}" for n in FIELDS)
+        + "\n---\nFrom the repository's own tier.\n"
+    )
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.chdir(repo)
+    result = cli.ok("import", "--format", "lorekit")
+    assert result["lessons"]["added"] == 6
+    assert cli.ok("read", "repo::acme/app", "repo tier")["lesson"]["value"] == (
+        "From the repository's own tier."
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    monkeypatch.chdir(tmp_path)
+    missing = cli("import", "--format", "lorekit", "--json")
+    assert missing.exit_code == 2 and missing.error()["code"] == "invalid_argument"
