@@ -1,0 +1,60 @@
+"""Corrections through the REST handler (the real Starlette app in process): an agent's write
+token cannot verify or reject while a reviewer's can; a rejected value is absent from read,
+list and search and cannot be re-asserted, each beside a positive control."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.serving import Api, error_of, make_api
+
+S = "repo::acme/app"
+WRONG = "Disable the flaky payment test when CI is red"
+RIGHT = "Quarantine the flaky payment test and open an issue"
+
+
+@pytest.fixture
+def api(home: Path) -> Iterator[Api]:
+    yield from make_api(home)
+
+
+def test_agent_token_cannot_review_reviewer_token_can(api: Api) -> None:
+    agent, reviewer = api.mint(permission="write"), api.mint(permission="review")
+    api.ok("memory_write", {"scope": S, "key": "k", "value": WRONG}, token=agent)
+    for name, extra in (("memory_verify", {}), ("memory_reject", {"reason": "no"})):
+        refused = api.post(name, {"scope": S, "key": "k", **extra}, token=agent)
+        assert error_of(refused, 403)["code"] == "forbidden"
+    assert api.ok("memory_read", {"scope": S, "key": "k"})["lesson"]["trust"] == "candidate"
+    verified = api.ok("memory_verify", {"scope": S, "key": "k"}, token=reviewer)
+    assert verified["lesson"]["trust"] == "verified"
+
+
+def test_rejected_value_is_gone_and_cannot_come_back(api: Api) -> None:
+    reviewer, agent = api.mint(permission="review"), api.mint(permission="write")
+    api.ok("memory_write", {"scope": S, "key": "flaky", "value": WRONG}, token=agent)
+    api.ok("memory_write", {"scope": S, "key": "right", "value": RIGHT}, token=agent)
+    api.ok("memory_reject", {"scope": S, "key": "flaky", "reason": "hides a race"}, token=reviewer)
+    assert error_of(api.post("memory_read", {"scope": S, "key": "flaky"}), 404)["code"] == (
+        "not_found"
+    )
+    assert api.ok("memory_read", {"scope": S, "key": "right"})["lesson"]["value"] == RIGHT
+    listed = api.ok("memory_list", {"scope": S})["lessons"]
+    assert [x["key"] for x in listed] == ["right"]
+    hits = api.ok("memory_search", {"query": WRONG, "scopes": [S], "limit": 100})["hits"]
+    assert [h["lesson"]["key"] for h in hits] == ["right"]
+    for key, value in (
+        ("flaky", WRONG),
+        ("other", WRONG.upper()),
+        ("spaced", WRONG.replace(" ", "  ")),
+    ):
+        refused = api.post("memory_write", {"scope": S, "key": key, "value": value}, token=agent)
+        error = error_of(refused, 409)
+        assert error["code"] == "rejected_value" and "hides a race" in error["message"]
+    assert (
+        api.ok("memory_write", {"scope": S, "key": "flaky", "value": RIGHT + " now"}, token=agent)[
+            "result"
+        ]
+        == "updated"
+    )
