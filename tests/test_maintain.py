@@ -222,3 +222,46 @@ def test_bad_settings_are_config_errors(env: dict[str, str]) -> None:
     with pytest.raises(LorestoreError) as refused:
         load_settings(env)
     assert refused.value.code == "config_error"
+
+
+def test_sweeps_reach_every_tenant(store, clock) -> None:  # type: ignore[no-untyped-def]
+    from lorestore.auth.actor import local_actor as person
+    from lorestore.models import (
+        AuditParams,
+        NoParams,
+        OrgBindParams,
+        OrgCreateParams,
+        ReadParams,
+        WriteParams,
+    )
+    from lorestore.service import LessonService
+    from lorestore.service.maintenance import Maintenance, SweepPlan
+
+    service = LessonService(store, clock=clock)
+    alice, local = person(principal="user:alice"), person()
+    service.org_create(alice, OrgCreateParams(slug="acme"))
+    service.org_bind(alice, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    for actor, scope in (
+        (alice, "repo::alice/notes"),
+        (alice, "repo::acme/app"),
+        (local, "global"),
+    ):
+        service.memory_write(actor, WriteParams(scope=scope, key="old", value="due", ttl_days=1))
+        service.memory_write(actor, WriteParams(scope=scope, key="new", value="kept"))
+    clock.advance(days=2)
+    report = Maintenance(service).maintain(local, SweepPlan())
+    assert report.others == ["org:acme", "user:alice"]
+    assert report.sweeps[0].purged == 1  # the maintaining owner's own
+    for actor, scope in (
+        (alice, "repo::alice/notes"),
+        (alice, "repo::acme/app"),
+        (local, "global"),
+    ):
+        assert service.memory_read(actor, ReadParams(scope=scope, key="new")).lesson.value == (
+            "kept"
+        )  # positive control: what is not due stays
+        events = service.memory_audit(actor, AuditParams(scope=scope)).events
+        assert "purge_expired" in [e.action for e in events]
+    assert service.audit_verify(alice, NoParams()).ok
+    again = Maintenance(service).maintain(local, SweepPlan())
+    assert again.others == [] and again.sweeps[0].purged == 0

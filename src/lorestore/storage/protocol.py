@@ -163,6 +163,10 @@ class Transaction(Protocol):
 
     def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]: ...
 
+    def due_owners(self, now: str, archived_cutoff: str, recall_cutoff: str) -> list[str]:
+        """Owners (of every tenant) with lessons expired by ``now`` or archived before
+        ``archived_cutoff``, or recall entries before ``recall_cutoff``: ids only."""
+
     def purge_recall_log(self, owner: str, cutoff: str) -> int:
         """Erase an owner's recall-log entries recorded before ``cutoff``; returns how many."""
 

@@ -435,3 +435,8 @@ WHERE owner = ANY (%(owners)s)
   AND (%(after_owner)s::text IS NULL OR owner > %(after_owner)s COLLATE "C"
        OR (owner = %(after_owner)s AND digest > %(after_digest)s COLLATE "C"))
 ORDER BY owner COLLATE "C", digest COLLATE "C" LIMIT %(limit)s;
+
+-- name: due_owners
+-- Owners with something due for the maintenance sweeps (definer function: owner ids only).
+SELECT * FROM lorestore_due_owners(%(now)s::timestamptz, %(archived_cutoff)s::timestamptz,
+    %(recall_cutoff)s::timestamptz) AS owner;

@@ -432,3 +432,11 @@ SELECT * FROM foreign_records
 WHERE +owner IN (SELECT value FROM json_each(:owners))
   AND (owner, digest) > (coalesce(:after_owner, ''), coalesce(:after_digest, ''))
 ORDER BY owner, digest LIMIT :limit;
+
+-- name: due_owners
+-- Owners with lessons expired or archived past retention, or recall entries past retention.
+SELECT owner FROM lessons WHERE expires_at IS NOT NULL AND expires_at <= :now
+UNION
+SELECT owner FROM lessons WHERE status = 'archived' AND archived_at < :archived_cutoff
+UNION
+SELECT owner FROM recall_log WHERE at < :recall_cutoff;

@@ -273,6 +273,10 @@ class SQLiteTransaction(PortablePrimitives):
         rows = self._all("expired_before", {"owner": owner, "now": now, "limit": limit})
         return [_stored(r) for r in rows]
 
+    def due_owners(self, now: str, archived_cutoff: str, recall_cutoff: str) -> list[str]:
+        params = {"now": now, "archived_cutoff": archived_cutoff, "recall_cutoff": recall_cutoff}
+        return sorted(str(r["owner"]) for r in self._all("due_owners", params))
+
     def purge_recall_log(self, owner: str, cutoff: str) -> int:
         cur = self._conn.execute(Q["purge_recall_log"], {"owner": owner, "cutoff": cutoff})
         return cur.rowcount
