@@ -144,21 +144,16 @@ ORDER BY updated_at DESC, pk DESC
 LIMIT %(limit)s;
 
 -- name: search
--- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first.
-SELECT hit.*, ts_headline('english', hit.value, to_tsquery('english', %(match)s),
+-- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first. The hits are
+-- found by a definer function so the GIN index is usable under RLS (migration 0009); the
+-- rows are then read under RLS.
+SELECT l.*, hit.score::float8 AS score,
+       ts_headline('english', l.value, to_tsquery('english', %(match)s),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
-FROM (
-    SELECT l.*, ts_rank_cd(l.search, to_tsquery('english', %(match)s)) AS score
-    FROM lessons AS l
-    WHERE l.search @@ to_tsquery('english', %(match)s)
-      AND (l.owner, l.scope) IN (SELECT * FROM unnest(%(owners)s::text[], %(scopes)s::text[]))
-      AND l.status = 'active' AND l.trust <> 'rejected'
-      AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
-      AND l.tags @> %(tags)s::jsonb
-    ORDER BY score DESC, l.pk DESC
-    LIMIT %(limit)s
-) AS hit
-ORDER BY hit.score DESC, hit.pk DESC;
+FROM lorestore_search_hits(to_tsquery('english', %(match)s), %(owners)s::text[],
+         %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
+JOIN lessons AS l ON l.pk = hit.pk
+ORDER BY hit.score DESC, l.pk DESC;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state.
@@ -313,13 +308,13 @@ RETURNING requests;
 DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
 
 -- name: recall_by_text
--- Recall candidates of one rung that the task's words match, best ts_rank_cd first.
-SELECT l.*, ts_rank_cd(l.search, to_tsquery('english', %(match)s)) AS score
-FROM lessons AS l
-WHERE l.search @@ to_tsquery('english', %(match)s) AND l.owner = %(owner)s
-  AND l.scope = %(scope)s AND l.status = 'active' AND l.trust <> 'rejected'
-ORDER BY score DESC, l.pk DESC
-LIMIT %(limit)s;
+-- Recall candidates of one rung that the task's words match, best ts_rank_cd first (hits
+-- found by a definer function so the GIN index is usable under RLS, migration 0009).
+SELECT l.*, hit.score::float8 AS score
+FROM lorestore_recall_hits(to_tsquery('english', %(match)s), %(owner)s, %(scope)s,
+         %(limit)s) AS hit
+JOIN lessons AS l ON l.pk = hit.pk
+ORDER BY hit.score DESC, l.pk DESC;
 
 -- name: recall_recent
 -- Recall candidates of one rung: the newest served (or expired) lessons.
