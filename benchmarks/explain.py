@@ -26,7 +26,7 @@ from lorestore.service import LessonService
 from lorestore.storage.rows import lesson_from_row
 from lorestore.storage.sqlite import SQLiteStore
 from lorestore.storage.sqlite.store import Q
-from lorestore.transports.mcp.server import call_tool, tool_definitions
+from lorestore.transports.mcp.server import call_tool, local_invoker, tool_definitions
 
 RANKED = (
     Q["search"]
@@ -137,7 +137,7 @@ def schema_check(service: LessonService, queries: list[str]) -> None:
         "memory_search": {"query": queries[0], "scopes": SEARCH_SCOPES, "limit": 10},
     }
     for name, args in cases.items():
-        result = call_tool(service, actor, name, args)
+        result = call_tool(local_invoker(service, actor), name, args)
         payload, declared = result.structured_content, tools[name].output_schema
         wire = len(result.model_dump_json(by_alias=True, exclude_none=True)) / 1024
         text = len(result.content[0].text) / 1024

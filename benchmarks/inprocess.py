@@ -33,7 +33,7 @@ from lorestore.auth.actor import Actor, local_actor
 from lorestore.operations import BY_NAME
 from lorestore.service import LessonService
 from lorestore.storage.sqlite import SQLiteStore
-from lorestore.transports.mcp.server import call_tool
+from lorestore.transports.mcp.server import call_tool, local_invoker
 
 CAP = 10_000_000  # active lessons allowed to the benchmark's owner
 
@@ -131,9 +131,10 @@ def run(work: Workload, prog: Progress, ops: tuple[str, ...]) -> tuple[list[Stat
         store = SQLiteStore(copy_db(src, Path(tmp)))
         service = LessonService(store)
         actor = local_actor(session="bench-inprocess", agent="bench")
+        invoke = local_invoker(service, actor)
 
         def adapter(op: str) -> Callable[[dict[str, Any]], Any]:
-            return lambda a: _checked(call_tool(service, actor, op, a))
+            return lambda a: _checked(call_tool(invoke, op, a))
 
         try:
             for op in sorted(ops, key=lambda op: op == "memory_write"):  # writes last
