@@ -193,13 +193,7 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         "SELECT count(*) FROM lorestore_search_hits(to_tsquery('english', 'secret'), "
         "ARRAY['user:alice'], ARRAY['repo::alice/app'], now(), '[]'::jsonb, 10)"
     )
-    recall = (
-        "SELECT count(*) FROM lorestore_recall_hits(to_tsquery('english', 'secret'), "
-        "'user:alice', 'repo::alice/app', 10)"
-    )
     with app_connection(seeded, "user:bob") as conn:
         assert conn.execute(call).fetchone() == (0,)  # alice's scope, asked for by bob
-        assert conn.execute(recall).fetchone() == (0,)
     with app_connection(seeded, "user:alice") as conn:
         assert conn.execute(call).fetchone() == (1,)  # positive control: alice finds it
-        assert conn.execute(recall).fetchone() == (1,)

@@ -24,7 +24,7 @@ from lorestore.models import (
     RecallParams,
     RecallResult,
 )
-from lorestore.service.base import ServiceBase, bounded
+from lorestore.service.base import ServiceBase, bounded, owner_key
 from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
 
 CANDIDATES_PER_RUNG = 25
@@ -120,17 +120,18 @@ class RecallOperations(ServiceBase):
     def _candidates(
         self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
     ) -> list[Candidate]:
-        found: list[Candidate] = []
+        rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {}
         for rung, scope in enumerate(rungs):
             try:
                 owner = self._owner_for(tx, actor, scope, write=False)
             except LorestoreError:
                 continue  # a rung the actor may not read (another org's territory) adds nothing
             policy, _ = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
-            for stored, score in tx.recall_candidates(
-                owner, scope, terms, limit=CANDIDATES_PER_RUNG
-            ):
-                found.append(Candidate(stored.lesson, stored.value_digest, rung, score, policy))
+            rungs_of[(owner, scope)] = (rung, policy)
+        found: list[Candidate] = []
+        for stored, score in tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG):
+            rung, policy = rungs_of[(owner_key(stored.lesson), stored.lesson.scope)]
+            found.append(Candidate(stored.lesson, stored.value_digest, rung, score, policy))
         return found
 
     def _blobs(self, candidates: list[Candidate], p: RecallParams) -> dict[str, str | None]:

@@ -224,11 +224,12 @@ class Transaction(Protocol):
         """Count one request in the token's window starting at ``window``; the count so far."""
 
     def recall_candidates(
-        self, owner: str, scope: str, terms: Sequence[str] | None, *, limit: int
+        self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
     ) -> list[tuple[StoredLesson, float]]:
-        """Active, not rejected lessons of one rung (expired ones included, to be held): the
-        task's best text matches, the newest, and the newest verified or corroborated; each
-        with its relevance to the task (0 when it matched no word)."""
+        """Active, not rejected lessons of the ladder's (owner, scope) rungs, expired ones
+        included (to be held): the task's best text matches over all rungs at once (one
+        full-text pass), and per rung the newest and the newest verified or corroborated;
+        each with its relevance to the task (0 when it matched no word)."""
 
     def insert_recall(self, record: RecallRecord) -> None: ...
 

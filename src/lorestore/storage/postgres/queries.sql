@@ -308,11 +308,12 @@ RETURNING requests;
 DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
 
 -- name: recall_by_text
--- Recall candidates of one rung that the task's words match, best ts_rank_cd first (hits
--- found by a definer function so the GIN index is usable under RLS, migration 0009).
+-- Recall candidates that the task's words match, over all the ladder's rungs in one pass,
+-- best ts_rank_cd first (hits found by the definer function of migration 0009, expired
+-- lessons included so that recall can hold them as expired).
 SELECT l.*, hit.score::float8 AS score
-FROM lorestore_recall_hits(to_tsquery('english', %(match)s), %(owner)s, %(scope)s,
-         %(limit)s) AS hit
+FROM lorestore_search_hits(to_tsquery('english', %(match)s), %(owners)s::text[],
+         %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score DESC, l.pk DESC;
 

@@ -391,18 +391,24 @@ class PostgresTransaction(PortablePrimitives):
         return int(row["requests"])
 
     def recall_candidates(
-        self, owner: str, scope: str, terms: Sequence[str] | None, *, limit: int
+        self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
     ) -> list[tuple[StoredLesson, float]]:
-        params: dict[str, Any] = {"owner": owner, "scope": scope, "limit": limit}
         found: dict[int, tuple[StoredLesson, float]] = {}
-        names = ["recall_recent", "recall_trusted"]
-        if terms:
-            params["match"] = tsquery_expression(list(terms))
-            names.insert(0, "recall_by_text")
-        for name in names:
-            for row in self._all(name, params):
-                if row["pk"] not in found:
-                    found[row["pk"]] = (_stored(row), float(row["score"]))
+        if terms and addresses:
+            params = {
+                "match": tsquery_expression(list(terms)),
+                "owners": [owner for owner, _ in addresses],
+                "scopes": [scope for _, scope in addresses],
+                "limit": limit * len(addresses),
+            }
+            for row in self._all("recall_by_text", params):
+                found[row["pk"]] = (_stored(row), float(row["score"]))
+        for owner, scope in addresses:
+            rung = {"owner": owner, "scope": scope, "limit": limit}
+            for name in ("recall_recent", "recall_trusted"):
+                for row in self._all(name, rung):
+                    if row["pk"] not in found:
+                        found[row["pk"]] = (_stored(row), float(row["score"]))
         return list(found.values())
 
     def insert_recall(self, record: RecallRecord) -> None:

@@ -319,10 +319,12 @@ ON CONFLICT (token_id) DO UPDATE SET
 RETURNING requests;
 
 -- name: recall_by_text
--- Recall candidates of one rung that the task's words match, best BM25 first.
+-- Recall candidates that the task's words match, over all the ladder's rungs in one
+-- full-text pass, best BM25 first.
 SELECT l.pk, l.value_digest, l.pending_version, l.doc, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
 FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
-WHERE lessons_fts MATCH :match AND l.owner = :owner AND l.scope = :scope
+WHERE lessons_fts MATCH :match
+  AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
   AND l.status = 'active' AND l.trust != 'rejected'
 ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)
 LIMIT :limit;
@@ -337,7 +339,7 @@ LIMIT :limit;
 -- name: recall_trusted
 -- Recall candidates of one rung: the newest verified and corroborated lessons.
 SELECT pk, value_digest, pending_version, doc, 0.0 AS score FROM lesson_docs
-WHERE owner = :owner AND scope = :scope AND status = 'active'
+WHERE owner = :owner AND scope = :scope AND +status = 'active'
   AND trust IN ('verified', 'corroborated')
 ORDER BY updated_at DESC
 LIMIT :limit;
