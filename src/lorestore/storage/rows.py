@@ -13,7 +13,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
-from lorestore.storage.protocol import TokenRecord
+from lorestore.storage.protocol import (
+    Invite,
+    Membership,
+    PolicyRow,
+    RecallRecord,
+    TokenRecord,
+    Tombstone,
+)
 
 
 class RowLike(Protocol):
@@ -192,3 +199,100 @@ def token_from_row(row: RowLike) -> TokenRecord:
         revoked_at=ts_text(row["revoked_at"]),
         last_used_at=ts_text(row["last_used_at"]),
     )
+
+
+# Parameters of the inserts both backends share (each backend's SQL casts what it must).
+
+
+def tombstone_params(tombstone: Tombstone) -> dict[str, Any]:
+    return {
+        "id": tombstone.id,
+        "owner": tombstone.owner,
+        "scope": tombstone.scope,
+        "value_digest": tombstone.value_digest,
+        "reason": tombstone.reason,
+        "actor": tombstone.actor,
+        "created_at": tombstone.created_at,
+        "lesson_id": tombstone.lesson_id,
+    }
+
+
+def tombstone_from_row(row: RowLike) -> Tombstone:
+    return Tombstone(
+        id=str(row["id"]),
+        owner=row["owner"],
+        scope=row["scope"],
+        value_digest=row["value_digest"],
+        reason=row["reason"],
+        actor=row["actor"],
+        created_at=ts_text(row["created_at"]) or "",
+        lesson_id=_text(row["lesson_id"]),
+    )
+
+
+def token_params(token: TokenRecord, token_hash: str) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "principal": token.principal,
+        "name": token.name,
+        "token_hash": token_hash,
+        "prefix": token.prefix,
+        "permission": token.permission,
+        "scopes": None if token.scopes is None else dumps(list(token.scopes)),
+        "orgs": None if token.orgs is None else dumps(list(token.orgs)),
+        "created_at": token.created_at,
+        "created_by": token.created_by,
+        "expires_at": token.expires_at,
+    }
+
+
+def invite_params(invite: Invite, code_hash: str) -> dict[str, Any]:
+    return {
+        "id": invite.id,
+        "org": invite.org,
+        "invitee": invite.invitee,
+        "role": invite.role,
+        "code_hash": code_hash,
+        "created_by": invite.created_by,
+        "created_at": invite.created_at,
+        "expires_at": invite.expires_at,
+    }
+
+
+def membership_from_row(row: RowLike) -> Membership:
+    return Membership(row["org"], row["member"], row["role"], ts_text(row["created_at"]) or "")
+
+
+def recall_params(record: RecallRecord) -> dict[str, Any]:
+    return {
+        "recall_id": record.recall_id,
+        "owner": record.owner,
+        "at": record.at,
+        "actor": record.actor,
+        "context": dumps(record.context),
+        "offered": dumps(record.offered),
+        "held": dumps(record.held),
+    }
+
+
+def recall_from_row(row: RowLike) -> RecallRecord:
+    return RecallRecord(
+        recall_id=str(row["recall_id"]),
+        owner=row["owner"],
+        at=ts_text(row["at"]) or "",
+        actor=row["actor"],
+        context=json_value(row["context"]),
+        offered=json_value(row["offered"]),
+        held=json_value(row["held"]),
+    )
+
+
+def policy_params(owner: str, policy: PolicyRow, *, by: str, at: str) -> dict[str, Any]:
+    return {
+        "owner": owner,
+        "scope": policy.scope,
+        "revision_policy": policy.revision_policy,
+        "require_review": int(policy.require_review),
+        "by": by,
+        "at": at,
+    }

@@ -40,11 +40,17 @@ from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
     dumps,
-    json_value,
+    invite_params,
     lesson_from_row,
     lesson_params,
+    membership_from_row,
+    policy_params,
+    recall_from_row,
+    recall_params,
     token_from_row,
-    ts_text,
+    token_params,
+    tombstone_from_row,
+    tombstone_params,
     version_from_row,
     version_params,
 )
@@ -57,10 +63,6 @@ def _stored(row: Row) -> StoredLesson:
     return StoredLesson(
         lesson_from_row(row), row["pk"], row["value_digest"], row["pending_version"]
     )
-
-
-def _membership(row: Row) -> Membership:
-    return Membership(row["org"], row["member"], row["role"], ts_text(row["created_at"]) or "")
 
 
 def _is_uuid(text: str) -> bool:
@@ -156,33 +158,10 @@ class PostgresTransaction(PortablePrimitives):
     ) -> Tombstone | None:
         params = {"owner": owner, "value_digest": value_digest, "scopes": list(scopes)}
         row = self._one("find_tombstone", params)
-        if row is None:
-            return None
-        return Tombstone(
-            id=str(row["id"]),
-            owner=row["owner"],
-            scope=row["scope"],
-            value_digest=row["value_digest"],
-            reason=row["reason"],
-            actor=row["actor"],
-            created_at=ts_text(row["created_at"]) or "",
-            lesson_id=None if row["lesson_id"] is None else str(row["lesson_id"]),
-        )
+        return tombstone_from_row(row) if row else None
 
     def insert_tombstone(self, tombstone: Tombstone) -> None:
-        self._exec(
-            "insert_tombstone",
-            {
-                "id": tombstone.id,
-                "owner": tombstone.owner,
-                "scope": tombstone.scope,
-                "value_digest": tombstone.value_digest,
-                "reason": tombstone.reason,
-                "actor": tombstone.actor,
-                "created_at": tombstone.created_at,
-                "lesson_id": tombstone.lesson_id,
-            },
-        )
+        self._exec("insert_tombstone", tombstone_params(tombstone))
 
     def lift_tombstones(
         self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
@@ -304,20 +283,7 @@ class PostgresTransaction(PortablePrimitives):
             yield audit_dict(row)
 
     def insert_token(self, token: TokenRecord, token_hash: str) -> None:
-        params = {
-            "id": token.id,
-            "principal": token.principal,
-            "name": token.name,
-            "token_hash": token_hash,
-            "prefix": token.prefix,
-            "permission": token.permission,
-            "scopes": None if token.scopes is None else dumps(list(token.scopes)),
-            "orgs": None if token.orgs is None else dumps(list(token.orgs)),
-            "created_at": token.created_at,
-            "created_by": token.created_by,
-            "expires_at": token.expires_at,
-        }
-        self._exec("insert_token", params)
+        self._exec("insert_token", token_params(token, token_hash))
 
     def token_by_hash(self, token_hash: str) -> TokenRecord | None:
         row = self._one("token_by_hash", {"token_hash": token_hash})
@@ -340,10 +306,10 @@ class PostgresTransaction(PortablePrimitives):
         return [Binding(r["org"], r["pattern"], r["role"]) for r in rows]
 
     def memberships(self, principal: str) -> list[Membership]:
-        return [_membership(r) for r in self._all("memberships", {"principal": principal})]
+        return [membership_from_row(r) for r in self._all("memberships", {"principal": principal})]
 
     def org_members(self, org: str) -> list[Membership]:
-        return [_membership(r) for r in self._all("org_members", {"org": org})]
+        return [membership_from_row(r) for r in self._all("org_members", {"org": org})]
 
     def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
         # The definer function makes the acting user (the session's actor) the owner.
@@ -357,17 +323,7 @@ class PostgresTransaction(PortablePrimitives):
         return self._exec("remove_member", {"org": org, "member": member}).rowcount == 1
 
     def insert_invite(self, invite: Invite, code_hash: str) -> None:
-        params = {
-            "id": invite.id,
-            "org": invite.org,
-            "invitee": invite.invitee,
-            "role": invite.role,
-            "code_hash": code_hash,
-            "created_by": invite.created_by,
-            "created_at": invite.created_at,
-            "expires_at": invite.expires_at,
-        }
-        self._exec("insert_invite", params)
+        self._exec("insert_invite", invite_params(invite, code_hash))
 
     def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
         # The definer function checks the invite names the session's actor.
@@ -412,32 +368,13 @@ class PostgresTransaction(PortablePrimitives):
         return list(found.values())
 
     def insert_recall(self, record: RecallRecord) -> None:
-        params = {
-            "recall_id": record.recall_id,
-            "owner": record.owner,
-            "at": record.at,
-            "actor": record.actor,
-            "context": dumps(record.context),
-            "offered": dumps(record.offered),
-            "held": dumps(record.held),
-        }
-        self._exec("insert_recall", params)
+        self._exec("insert_recall", recall_params(record))
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
         if not _is_uuid(recall_id):
             return None
         row = self._one("get_recall", {"recall_id": recall_id, "owners": list(owners)})
-        if row is None:
-            return None
-        return RecallRecord(
-            recall_id=str(row["recall_id"]),
-            owner=row["owner"],
-            at=ts_text(row["at"]) or "",
-            actor=row["actor"],
-            context=json_value(row["context"]),
-            offered=json_value(row["offered"]),
-            held=json_value(row["held"]),
-        )
+        return recall_from_row(row) if row else None
 
     def scope_policies(self, owner: str, scopes: Sequence[str]) -> list[PolicyRow]:
         rows = self._all("scope_policies", {"owner": owner, "scopes": list(scopes)})
@@ -446,15 +383,7 @@ class PostgresTransaction(PortablePrimitives):
         ]
 
     def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None:
-        params = {
-            "owner": owner,
-            "scope": policy.scope,
-            "revision_policy": policy.revision_policy,
-            "require_review": int(policy.require_review),
-            "by": by,
-            "at": at,
-        }
-        self._exec("set_policy", params)
+        self._exec("set_policy", policy_params(owner, policy, by=by, at=at))
 
 
 class PostgresStore:

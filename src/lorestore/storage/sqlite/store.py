@@ -37,11 +37,17 @@ from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
     dumps,
-    json_value,
+    invite_params,
     lesson_from_row,
     lesson_params,
+    membership_from_row,
+    policy_params,
+    recall_from_row,
+    recall_params,
     token_from_row,
-    ts_text,
+    token_params,
+    tombstone_from_row,
+    tombstone_params,
     version_from_row,
     version_params,
 )
@@ -59,10 +65,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at  TEXT NOT NULL
 )
 """
-
-
-def _membership(row: sqlite3.Row) -> Membership:
-    return Membership(row["org"], row["member"], row["role"], row["created_at"])
 
 
 def _stored_doc(row: sqlite3.Row) -> StoredLesson:
@@ -153,37 +155,12 @@ class SQLiteTransaction(PortablePrimitives):
     def find_tombstone(
         self, owner: str, scopes: Sequence[str], value_digest: str
     ) -> Tombstone | None:
-        row = self._one(
-            "find_tombstone",
-            {"owner": owner, "value_digest": value_digest, "scopes": dumps(list(scopes))},
-        )
-        if row is None:
-            return None
-        return Tombstone(
-            id=row["id"],
-            owner=row["owner"],
-            scope=row["scope"],
-            value_digest=row["value_digest"],
-            reason=row["reason"],
-            actor=row["actor"],
-            created_at=row["created_at"],
-            lesson_id=row["lesson_id"],
-        )
+        params = {"owner": owner, "value_digest": value_digest, "scopes": dumps(list(scopes))}
+        row = self._one("find_tombstone", params)
+        return tombstone_from_row(row) if row else None
 
     def insert_tombstone(self, tombstone: Tombstone) -> None:
-        self._conn.execute(
-            Q["insert_tombstone"],
-            {
-                "id": tombstone.id,
-                "owner": tombstone.owner,
-                "scope": tombstone.scope,
-                "value_digest": tombstone.value_digest,
-                "reason": tombstone.reason,
-                "actor": tombstone.actor,
-                "created_at": tombstone.created_at,
-                "lesson_id": tombstone.lesson_id,
-            },
-        )
+        self._conn.execute(Q["insert_tombstone"], tombstone_params(tombstone))
 
     def lift_tombstones(
         self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
@@ -309,20 +286,7 @@ class SQLiteTransaction(PortablePrimitives):
             yield audit_dict(row)
 
     def insert_token(self, token: TokenRecord, token_hash: str) -> None:
-        params = {
-            "id": token.id,
-            "principal": token.principal,
-            "name": token.name,
-            "token_hash": token_hash,
-            "prefix": token.prefix,
-            "permission": token.permission,
-            "scopes": None if token.scopes is None else dumps(list(token.scopes)),
-            "orgs": None if token.orgs is None else dumps(list(token.orgs)),
-            "created_at": token.created_at,
-            "created_by": token.created_by,
-            "expires_at": token.expires_at,
-        }
-        self._conn.execute(Q["insert_token"], params)
+        self._conn.execute(Q["insert_token"], token_params(token, token_hash))
 
     def token_by_hash(self, token_hash: str) -> TokenRecord | None:
         row = self._one("token_by_hash", {"token_hash": token_hash})
@@ -343,10 +307,10 @@ class SQLiteTransaction(PortablePrimitives):
         return [Binding(r["org"], r["pattern"], r["role"]) for r in rows]
 
     def memberships(self, principal: str) -> list[Membership]:
-        return [_membership(r) for r in self._all("memberships", {"principal": principal})]
+        return [membership_from_row(r) for r in self._all("memberships", {"principal": principal})]
 
     def org_members(self, org: str) -> list[Membership]:
-        return [_membership(r) for r in self._all("org_members", {"org": org})]
+        return [membership_from_row(r) for r in self._all("org_members", {"org": org})]
 
     def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
         cur = self._conn.execute(Q["insert_org"], {"id": org, "name": name, "at": at})
@@ -365,17 +329,7 @@ class SQLiteTransaction(PortablePrimitives):
         return cur.rowcount == 1
 
     def insert_invite(self, invite: Invite, code_hash: str) -> None:
-        params = {
-            "id": invite.id,
-            "org": invite.org,
-            "invitee": invite.invitee,
-            "role": invite.role,
-            "code_hash": code_hash,
-            "created_by": invite.created_by,
-            "created_at": invite.created_at,
-            "expires_at": invite.expires_at,
-        }
-        self._conn.execute(Q["insert_invite"], params)
+        self._conn.execute(Q["insert_invite"], invite_params(invite, code_hash))
 
     def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
         params = {"code_hash": code_hash, "principal": principal, "at": at}
@@ -428,30 +382,11 @@ class SQLiteTransaction(PortablePrimitives):
         return list(found.values())
 
     def insert_recall(self, record: RecallRecord) -> None:
-        params = {
-            "recall_id": record.recall_id,
-            "owner": record.owner,
-            "at": record.at,
-            "actor": record.actor,
-            "context": dumps(record.context),
-            "offered": dumps(record.offered),
-            "held": dumps(record.held),
-        }
-        self._conn.execute(Q["insert_recall"], params)
+        self._conn.execute(Q["insert_recall"], recall_params(record))
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
         row = self._one("get_recall", {"recall_id": recall_id, "owners": dumps(list(owners))})
-        if row is None:
-            return None
-        return RecallRecord(
-            recall_id=str(row["recall_id"]),
-            owner=row["owner"],
-            at=ts_text(row["at"]) or "",
-            actor=row["actor"],
-            context=json_value(row["context"]),
-            offered=json_value(row["offered"]),
-            held=json_value(row["held"]),
-        )
+        return recall_from_row(row) if row else None
 
     def scope_policies(self, owner: str, scopes: Sequence[str]) -> list[PolicyRow]:
         rows = self._all("scope_policies", {"owner": owner, "scopes": dumps(list(scopes))})
@@ -460,15 +395,7 @@ class SQLiteTransaction(PortablePrimitives):
         ]
 
     def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None:
-        params = {
-            "owner": owner,
-            "scope": policy.scope,
-            "revision_policy": policy.revision_policy,
-            "require_review": int(policy.require_review),
-            "by": by,
-            "at": at,
-        }
-        self._conn.execute(Q["set_policy"], params)
+        self._conn.execute(Q["set_policy"], policy_params(owner, policy, by=by, at=at))
 
 
 class SQLiteStore:
