@@ -1,5 +1,5 @@
-"""The SQLite floor: the four operations done directly with sqlite3 on a minimal schema that
-has lorestore's lessons indexes and the same FTS5 external-content index, WAL and
+"""The SQLite floor: the four operations done directly with sqlite3 on lorestore's own
+``lessons`` table, indexes and FTS5 index (copied from a migrated database), WAL and
 synchronous=NORMAL. No versions, sessions, audit chain, validation or pydantic; inprocess.py
 times it side by side with lorestore."""
 
@@ -18,53 +18,35 @@ from rich.progress import Progress
 from common import CACHE, SEED, Workload, fts_match, step
 
 OWNER = "user:local"
-SCHEMA = """
-CREATE TABLE lessons (
-    pk           INTEGER PRIMARY KEY,
-    id           TEXT NOT NULL UNIQUE,
-    owner        TEXT NOT NULL,
-    scope        TEXT NOT NULL,
-    key          TEXT NOT NULL,
-    value        TEXT NOT NULL,
-    value_digest TEXT NOT NULL,
-    tags         TEXT NOT NULL DEFAULT '[]',
-    trust        TEXT NOT NULL DEFAULT 'candidate',
-    status       TEXT NOT NULL DEFAULT 'active',
-    version      INTEGER NOT NULL DEFAULT 1,
-    created_at   TEXT NOT NULL,
-    updated_at   TEXT NOT NULL,
-    archived_at  TEXT,
-    expires_at   TEXT,
-    pending_version INTEGER
-);
-CREATE UNIQUE INDEX lessons_address ON lessons (owner, scope, key);
-CREATE INDEX lessons_listing ON lessons (owner, scope, status, updated_at DESC, pk DESC);
-CREATE INDEX lessons_expiring ON lessons (owner, expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX lessons_archived ON lessons (owner, archived_at) WHERE status = 'archived';
-CREATE INDEX lessons_digest ON lessons (owner, value_digest);
-CREATE INDEX lessons_review ON lessons (owner, trust, updated_at)
-    WHERE trust IN ('disputed', 'corroborated') OR pending_version IS NOT NULL;
-CREATE VIRTUAL TABLE lessons_fts USING fts5 (
-    key, value, tags,
-    content = 'lessons', content_rowid = 'pk',
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER lessons_fts_insert AFTER INSERT ON lessons BEGIN
-    INSERT INTO lessons_fts (rowid, key, value, tags) VALUES (new.pk, new.key, new.value, new.tags);
-END;
-CREATE TRIGGER lessons_fts_delete AFTER DELETE ON lessons BEGIN
-    INSERT INTO lessons_fts (lessons_fts, rowid, key, value, tags)
-    VALUES ('delete', old.pk, old.key, old.value, old.tags);
-END;
-CREATE TRIGGER lessons_fts_update AFTER UPDATE OF key, value, tags ON lessons BEGIN
-    INSERT INTO lessons_fts (lessons_fts, rowid, key, value, tags)
-    VALUES ('delete', old.pk, old.key, old.value, old.tags);
-    INSERT INTO lessons_fts (rowid, key, value, tags) VALUES (new.pk, new.key, new.value, new.tags);
-END;
-"""
+
+
+def schema_of(lorestore_db: Path) -> str:
+    """The floor's schema, taken from a migrated lorestore database so that it follows every
+    migration: the ``lessons`` table with all its indexes, the FTS5 table and the triggers
+    that keep it in sync. Everything else (versions, sessions, audit, the per-owner cap
+    triggers) is left out: that is lorestore's own work, which the floor does not do."""
+    conn = sqlite3.connect(f"file:{lorestore_db}?mode=ro&immutable=1", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND tbl_name IN ('lessons', 'lessons_fts') ORDER BY rowid"
+        ).fetchall()
+    finally:
+        conn.close()
+    table = [sql for kind, name, sql in rows if kind == "table" and name == "lessons"]
+    indexes = [sql for kind, _, sql in rows if kind == "index"]
+    fts = [sql for kind, name, sql in rows if kind == "table" and name == "lessons_fts"]
+    triggers = [
+        sql for kind, name, sql in rows if kind == "trigger" and name.startswith("lessons_fts")
+    ]
+    if not (table and fts and len(triggers) == 3):
+        raise RuntimeError(f"{lorestore_db} does not have the lessons schema the floor copies")
+    return ";\n".join(table + indexes + fts + triggers) + ";\n"
+
+
 INSERT = (
-    "INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, created_at, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, version, "
+    "recorded_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)"
 )
 READ = "SELECT * FROM lessons WHERE owner = ? AND scope = ? AND key = ?"
 LIST = (
@@ -93,16 +75,17 @@ def _now() -> str:
 def _row(scope: str, key: str, value: str, tags: list[str]) -> tuple[str, ...]:
     now = _now()
     digest = hashlib.sha256(value.encode()).hexdigest()
-    return (str(uuid.uuid4()), OWNER, scope, key, value, digest, _tags(tags), now, now)
+    return (str(uuid.uuid4()), OWNER, scope, key, value, digest, _tags(tags), now, now, now)
 
 
 def _tags(tags: list[str]) -> str:
     return "[" + ",".join(f'"{t}"' for t in sorted(tags)) + "]"
 
 
-def cached_db(work: Workload, prog: Progress) -> tuple[Path, dict[str, Any]]:
-    """The floor database loaded with the corpus, built once per size and then reused."""
-    tag = hashlib.sha256(SCHEMA.encode()).hexdigest()[:10]
+def cached_db(work: Workload, prog: Progress, lorestore_db: Path) -> tuple[Path, dict[str, Any]]:
+    """The floor database loaded with the corpus, built once per size and schema, then reused."""
+    schema = schema_of(lorestore_db)
+    tag = hashlib.sha256(schema.encode()).hexdigest()[:10]
     path = CACHE / f"floor-{work.size}-seed{SEED}-{tag}.db"
     meta_path = path.with_suffix(".json")
     if path.exists() and meta_path.exists():
@@ -111,7 +94,7 @@ def cached_db(work: Workload, prog: Progress) -> tuple[Path, dict[str, Any]]:
     tmp = path.with_suffix(".loading")
     tmp.unlink(missing_ok=True)
     conn = connect(tmp)
-    conn.executescript(SCHEMA)
+    conn.executescript(schema)
     t0 = time.perf_counter()
     conn.execute("BEGIN")
     with step(prog, f"floor load {work.size:,}", work.size) as tick:

@@ -119,8 +119,8 @@ def _equivalence(service: LessonService, actor: Actor, db: Path, work: Workload)
 def run(work: Workload, prog: Progress, ops: tuple[str, ...]) -> tuple[list[Stats], dict[str, Any]]:
     """Time the SQLite floor, the service and the adapter side by side, call by call, each on a
     private copy of its cached database (measured writes never reach the cache)."""
-    floor_src, floor_load = floor.cached_db(work, prog)
     src, load = cached_db(work, prog)
+    floor_src, floor_load = floor.cached_db(work, prog, src)
     stats: list[Stats] = []
     info: dict[str, Any] = {"load": {"lorestore": load, "floor": floor_load},
                             "scope_sizes": _scope_sizes(work)}  # fmt: skip
