@@ -152,18 +152,19 @@ ORDER BY updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: search
--- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first.
+-- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first
+-- (ORDER BY rank lets FTS5 return matches in rank order instead of sorting them all).
 SELECT l.pk, l.value_digest, l.pending_version, l.doc,
-       -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
+       -rank AS score,
        snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
 FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
-WHERE lessons_fts MATCH :match
+WHERE lessons_fts MATCH :match AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
   AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
   AND l.status = 'active' AND l.trust != 'rejected'
   AND (l.expires_at IS NULL OR l.expires_at > :now)
   AND (:ntags = 0 OR (SELECT count(*) FROM json_each(l.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
-ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)
+ORDER BY rank
 LIMIT :limit;
 
 -- name: scope_counts
@@ -321,12 +322,12 @@ RETURNING requests;
 -- name: recall_by_text
 -- Recall candidates that the task's words match, over all the ladder's rungs in one
 -- full-text pass, best BM25 first.
-SELECT l.pk, l.value_digest, l.pending_version, l.doc, -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
+SELECT l.pk, l.value_digest, l.pending_version, l.doc, -rank AS score
 FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
-WHERE lessons_fts MATCH :match
+WHERE lessons_fts MATCH :match AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
   AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
   AND l.status = 'active' AND l.trust != 'rejected'
-ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)
+ORDER BY rank
 LIMIT :limit;
 
 -- name: recall_recent
