@@ -214,6 +214,10 @@ def tombstone_params(tombstone: Tombstone) -> dict[str, Any]:
         "actor": tombstone.actor,
         "created_at": tombstone.created_at,
         "lesson_id": tombstone.lesson_id,
+        "lifted_at": tombstone.lifted_at,
+        "lifted_by": tombstone.lifted_by,
+        "lift_reason": tombstone.lift_reason,
+        "ext": dumps(tombstone.ext),
     }
 
 
@@ -227,6 +231,10 @@ def tombstone_from_row(row: RowLike) -> Tombstone:
         actor=row["actor"],
         created_at=ts_text(row["created_at"]) or "",
         lesson_id=_text(row["lesson_id"]),
+        lifted_at=ts_text(row["lifted_at"]),
+        lifted_by=row["lifted_by"],
+        lift_reason=row["lift_reason"],
+        ext=json_value(row["ext"]) or {},
     )
 
 

@@ -23,6 +23,8 @@ from lorestore.storage.rows import (
     json_value,
     lesson_from_row,
     lesson_params,
+    tombstone_from_row,
+    tombstone_params,
     ts_text,
     version_from_row,
 )
@@ -33,23 +35,6 @@ Row = dict[str, Any]
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def tombstone_from_row(row: Row) -> Tombstone:
-    return Tombstone(
-        id=str(row["id"]),
-        owner=row["owner"],
-        scope=row["scope"],
-        value_digest=row["value_digest"],
-        reason=row["reason"],
-        actor=row["actor"],
-        created_at=ts_text(row["created_at"]) or "",
-        lesson_id=_text(row["lesson_id"]),
-        lifted_at=ts_text(row["lifted_at"]),
-        lifted_by=row["lifted_by"],
-        lift_reason=row["lift_reason"],
-        ext=json_value(row["ext"]),
-    )
 
 
 class PortablePrimitives:
@@ -92,20 +77,7 @@ class PortablePrimitives:
         return None if row is None else tombstone_from_row(row)
 
     def import_tombstone(self, tombstone: Tombstone) -> bool:
-        params = {
-            "id": tombstone.id,
-            "owner": tombstone.owner,
-            "scope": tombstone.scope,
-            "value_digest": tombstone.value_digest,
-            "reason": tombstone.reason,
-            "actor": tombstone.actor,
-            "created_at": tombstone.created_at,
-            "lesson_id": tombstone.lesson_id,
-            "lifted_at": tombstone.lifted_at,
-            "lifted_by": tombstone.lifted_by,
-            "lift_reason": tombstone.lift_reason,
-            "ext": dumps(tombstone.ext),
-        }
+        params = tombstone_params(tombstone)
         return self._conn.execute(Q["import_tombstone"], params).rowcount == 1
 
     def export_policies(self, owners: Sequence[str]) -> list[PolicyRecord]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
 
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.storage.protocol import (
@@ -21,44 +20,12 @@ from lorestore.storage.rows import (
     json_value,
     lesson_from_row,
     lesson_params,
+    tombstone_from_row,
+    tombstone_params,
     version_from_row,
 )
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
-
-
-def tombstone_from_row(row: sqlite3.Row) -> Tombstone:
-    return Tombstone(
-        id=row["id"],
-        owner=row["owner"],
-        scope=row["scope"],
-        value_digest=row["value_digest"],
-        reason=row["reason"],
-        actor=row["actor"],
-        created_at=row["created_at"],
-        lesson_id=row["lesson_id"],
-        lifted_at=row["lifted_at"],
-        lifted_by=row["lifted_by"],
-        lift_reason=row["lift_reason"],
-        ext=json_value(row["ext"]),
-    )
-
-
-def tombstone_params(tombstone: Tombstone) -> dict[str, Any]:
-    return {
-        "id": tombstone.id,
-        "owner": tombstone.owner,
-        "scope": tombstone.scope,
-        "value_digest": tombstone.value_digest,
-        "reason": tombstone.reason,
-        "actor": tombstone.actor,
-        "created_at": tombstone.created_at,
-        "lesson_id": tombstone.lesson_id,
-        "lifted_at": tombstone.lifted_at,
-        "lifted_by": tombstone.lifted_by,
-        "lift_reason": tombstone.lift_reason,
-        "ext": dumps(tombstone.ext),
-    }
 
 
 class PortablePrimitives:
