@@ -11,22 +11,20 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import psycopg
 import typer
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import ValidationError
 from rich.console import Console
 
 from lorestore.core.errors import LorestoreError
 from lorestore.evaluation import EvalSet, load_set, run_eval
 from lorestore.evaluation_report import Run, forbidden_total, render, report, shortfalls, split_runs
-from lorestore.storage.postgres import PostgresStore
-from lorestore.storage.postgres.setup import init_database
 from lorestore.storage.protocol import Store
 from lorestore.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from psycopg import sql
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -42,6 +40,8 @@ def sqlite_store() -> Iterator[Store]:
 
 
 def _admin(url: str, statement: sql.Composed) -> None:
+    import psycopg  # only a PostgreSQL run pays for the driver (not every CLI start)
+
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
             conn.execute(statement)
@@ -53,6 +53,12 @@ def _admin(url: str, statement: sql.Composed) -> None:
 def postgres_store(admin_url: str) -> Iterator[Store]:
     """A throwaway database on the server of ``admin_url`` (a superuser, as for the test
     suite), migrated by ``init_database`` and used as the application role; dropped after."""
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from lorestore.storage.postgres import PostgresStore
+    from lorestore.storage.postgres.setup import init_database
+
     name = f"lorestore_eval_{uuid.uuid4().hex[:12]}"
     _admin(admin_url, sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
