@@ -13,7 +13,7 @@ from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import Lesson, LessonVersion, format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.validation import validate_key
-from lorestore.storage.protocol import Store, StoredLesson, Transaction
+from lorestore.storage.protocol import Binding, Store, StoredLesson, Transaction
 
 Clock = Callable[[], datetime]
 BlobLookup = Callable[[str, list[str]], dict[str, str | None]]
@@ -133,14 +133,22 @@ class ServiceBase:
                 )
 
     @staticmethod
-    def _owner_for(tx: Transaction, actor: Actor, scope: str, *, write: bool) -> str:
+    def _owner_for(
+        tx: Transaction,
+        actor: Actor,
+        scope: str,
+        *,
+        write: bool,
+        bindings: list[Binding] | None = None,
+    ) -> str:
         """The tenant that owns ``scope`` for this actor: the org a scope binding routes it
         to (the most specific binding wins), else the actor itself. Refuses, rather than
-        falling back, when the actor may not act in that org."""
+        falling back, when the actor may not act in that org. An operation resolving several
+        scopes passes the bindings it read once."""
         parsed = parse_scope(scope)
-        matches = [
-            b for b in tx.bindings_for(actor.principal) if scope_allowed((b.pattern,), parsed)
-        ]
+        if bindings is None:
+            bindings = tx.bindings_for(actor.principal)
+        matches = [b for b in bindings if scope_allowed((b.pattern,), parsed)]
         if not matches:
             if actor.orgs is not None:
                 raise LorestoreError(

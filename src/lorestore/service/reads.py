@@ -126,7 +126,10 @@ class ReadOperations(ServiceBase):
         limit = bounded("limit", p.limit, 1, 100)
         terms = query_terms(p.query)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            addresses = [(self._owner_for(tx, actor, s, write=False), s) for s in scopes]
+            bindings = tx.bindings_for(actor.principal)
+            addresses = [
+                (self._owner_for(tx, actor, s, write=False, bindings=bindings), s) for s in scopes
+            ]
             hits = tx.search(addresses, terms, tags=tags, now=self._now(), limit=limit)
         return SearchResult(
             hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]

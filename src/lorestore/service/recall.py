@@ -121,9 +121,10 @@ class RecallOperations(ServiceBase):
         self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
     ) -> list[Candidate]:
         rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {}
+        bindings = tx.bindings_for(actor.principal)
         for rung, scope in enumerate(rungs):
             try:
-                owner = self._owner_for(tx, actor, scope, write=False)
+                owner = self._owner_for(tx, actor, scope, write=False, bindings=bindings)
             except LorestoreError:
                 continue  # a rung the actor may not read (another org's territory) adds nothing
             policy, _ = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
