@@ -88,16 +88,22 @@ def mcp_rows(stats: list[Stats]) -> list[list[str]]:
                 verdict = f"({verdict})"
             check = lore.extra.get("client_schema_validation_ms", float("nan"))
             size_kib = lore.extra.get("result_bytes", float("nan")) / 1024
+            same = (
+                f"{signed(lore.p50 - canned.p50)} / {signed(lore.p95 - canned.p95)}"
+                if canned
+                else "-"
+            )
             rows.append([f"{size:,}", SHORT[op], *_trio(bare), *_trio(lore), signed(d50),
                          signed(d95), f"{size_kib:.1f} KiB", fmt(check),
-                         fmt(canned.p50) if canned else "-", target, verdict])  # fmt: skip
+                         fmt(canned.p50) if canned else "-", same, target, verdict])  # fmt: skip
     return rows
 
 
 MCP_HEAD = [
     "size", "op", "bare p50", "bare p95", "bare p99", "lorestore p50", "lorestore p95",
     "lorestore p99", "Δp50", "Δp95", "result size", "client schema check",
-    "bare + lorestore result p50", "target (at 100k)", "verdict",
+    "bare + lorestore result p50", "Δp50 / Δp95 vs bare + lorestore result",
+    "target (at 100k)", "verdict",
 ]  # fmt: skip
 
 
@@ -186,8 +192,9 @@ COMPACT = {
     ),
     "MCP": (
         ["size", "op", "bare p50 / p95 / p99", "lorestore p50 / p95 / p99", "Δp50 / Δp95",
-         "result", "client schema check", "bare + lorestore result p50", "verdict"],
-        [(0,), (1,), (2, 3, 4), (5, 6, 7), (8, 9), (10,), (11,), (12,), (14,)],
+         "result", "client schema check", "bare + lorestore result p50",
+         "Δp50 / Δp95 vs bare + lorestore result", "verdict"],
+        [(0,), (1,), (2, 3, 4), (5, 6, 7), (8, 9), (10,), (11,), (12,), (13,), (15,)],
     ),
 }  # fmt: skip
 

@@ -13,7 +13,7 @@ from lorestore.cli.main import app
 from lorestore.cli.reference import render
 from lorestore.config import DOCUMENTED_VARIABLES
 from lorestore.operations import CATALOG, on_surface
-from lorestore.transports.mcp.server import tool_definitions
+from lorestore.transports.mcp.server import result_schema, tool_definitions
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -54,7 +54,7 @@ def test_mcp_tools_are_exactly_the_mcp_operations() -> None:
     assert list(tools) == [op.name for op in on_surface("mcp")]
     for op in on_surface("mcp"):
         assert tools[op.name].input_schema == op.params.model_json_schema()
-        assert tools[op.name].output_schema == op.result.model_json_schema()
+        assert tools[op.name].output_schema == result_schema(op.result)
 
 
 def test_service_implements_every_operation() -> None:

@@ -99,17 +99,16 @@ class ReadOperations(ServiceBase):
             at, pk = decode_cursor(p.cursor, (str, int))
             after = (str(at), int(str(pk)))
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            rows = tx.list_lessons(
+            page, more = tx.list_lessons(
                 self._owner_for(tx, actor, scope, write=False),
                 scope,
                 tags=tags,
                 now=self._now(),
                 after=after,
-                limit=limit + 1,
+                limit=limit,
             )
-        page = rows[:limit]
         next_cursor = None
-        if len(rows) > limit:
+        if more:
             next_cursor = encode_cursor(page[-1].lesson.updated_at, page[-1].pk)
         return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
 

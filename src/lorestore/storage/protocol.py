@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 
@@ -31,9 +31,9 @@ class Tombstone:
     ext: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class StoredLesson:
-    """A lesson row with the bookkeeping the service needs beside the public record."""
+class StoredLesson(NamedTuple):
+    """A lesson row with the bookkeeping the service needs beside the public record (a named
+    tuple: list pages and search build dozens per call, and a tuple is the cheapest record)."""
 
     lesson: Lesson
     pk: int
@@ -142,8 +142,9 @@ class Transaction(Protocol):
         now: str,
         after: tuple[str, int] | None,
         limit: int,
-    ) -> list[StoredLesson]:
-        """Active, unexpired lessons of a scope, newest first, after a keyset cursor."""
+    ) -> tuple[list[StoredLesson], bool]:
+        """Active, unexpired lessons of a scope, newest first, after a keyset cursor: at most
+        ``limit`` of them, and whether more follow."""
 
     def search(
         self,

@@ -195,17 +195,18 @@ class PostgresTransaction(PortablePrimitives):
         now: str,
         after: tuple[str, int] | None,
         limit: int,
-    ) -> list[StoredLesson]:
+    ) -> tuple[list[StoredLesson], bool]:
         params = {
             "owner": owner,
             "scope": scope,
             "now": now,
-            "limit": limit,
+            "limit": limit + 1,
             "after_at": after[0] if after else None,
             "after_pk": after[1] if after else None,
             "tags": dumps(list(tags)),
         }
-        return [_stored(r) for r in self._all("list_lessons", params)]
+        rows = self._all("list_lessons", params)
+        return [_stored(r) for r in rows[:limit]], len(rows) > limit
 
     def search(
         self,

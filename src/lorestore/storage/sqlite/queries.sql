@@ -1,6 +1,8 @@
 -- name: lesson_docs
 -- Each lesson with its record as JSON built by SQLite, which pydantic validates without
 -- Python in between: the read paths' hot loop (a temporary view, defined per connection).
+-- json() re-parses a column, so the usual empty values are written without it, and
+-- pending_revision is 0 or 1 (which pydantic reads as a bool).
 CREATE TEMP VIEW IF NOT EXISTS lesson_docs AS
 SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value_digest,
     pending_version,
@@ -12,9 +14,11 @@ SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value
         'trust', trust, 'status', status, 'version', version, 'seen_count', seen_count,
         'valid_from', valid_from, 'valid_to', valid_to, 'recorded_at', recorded_at,
         'created_at', created_at, 'updated_at', updated_at, 'archived_at', archived_at,
-        'expires_at', expires_at, 'source', json(source), 'depends_on', json(depends_on),
-        'review', json(review), 'ext', json(ext),
-        'pending_revision', json(CASE WHEN pending_version IS NULL THEN 'false' ELSE 'true' END)
+        'expires_at', expires_at, 'source', json(source),
+        'depends_on', CASE depends_on WHEN '[]' THEN json_array() ELSE json(depends_on) END,
+        'review', json(review),
+        'ext', CASE ext WHEN '{}' THEN json_object() ELSE json(ext) END,
+        'pending_revision', pending_version IS NOT NULL
     ) AS doc
 FROM lessons;
 

@@ -67,10 +67,15 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 
+# The model's own validator, called without the wrapper of ``model_validate_json``: list
+# pages and search decode dozens of records per call.
+_lesson_from_json = Lesson.__pydantic_validator__.validate_json
+
+
 def _stored_doc(row: sqlite3.Row) -> StoredLesson:
-    """A row of the lesson_docs view: the record comes as JSON, validated in one step."""
-    lesson = Lesson.model_validate_json(row["doc"])
-    return StoredLesson(lesson, row["pk"], row["value_digest"], row["pending_version"])
+    """A row ``pk, value_digest, pending_version, doc, ...`` of the lesson_docs view: the record
+    comes as JSON, validated in one step."""
+    return StoredLesson(_lesson_from_json(row[3]), row[0], row[1], row[2])
 
 
 def _stored(row: sqlite3.Row) -> StoredLesson:
@@ -198,18 +203,19 @@ class SQLiteTransaction(PortablePrimitives):
         now: str,
         after: tuple[str, int] | None,
         limit: int,
-    ) -> list[StoredLesson]:
+    ) -> tuple[list[StoredLesson], bool]:
         params = {
             "owner": owner,
             "scope": scope,
             "now": now,
-            "limit": limit,
+            "limit": limit + 1,
             "after_at": after[0] if after else None,
             "after_pk": after[1] if after else None,
             "tags": dumps(list(tags)),
             "ntags": len(tags),
         }
-        return [_stored_doc(r) for r in self._all("list_lessons", params)]
+        rows = self._all("list_lessons", params)
+        return [_stored_doc(r) for r in rows[:limit]], len(rows) > limit
 
     def search(
         self,
@@ -229,7 +235,7 @@ class SQLiteTransaction(PortablePrimitives):
             "ntags": len(tags),
         }
         return [
-            SearchHit(Lesson.model_validate_json(r["doc"]), float(r["score"]), r["snippet"])
+            SearchHit(_lesson_from_json(r["doc"]), float(r["score"]), r["snippet"])
             for r in self._all("search", params)
         ]
 

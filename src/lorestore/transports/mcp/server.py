@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from pydantic_core import to_json
 
 from lorestore import __version__
 from lorestore.auth.actor import Actor
@@ -36,13 +37,59 @@ INSTRUCTIONS = (
 )
 
 
+def result_schema(model: type[Result]) -> dict[str, Any]:
+    """The output schema of a tool: the result model's serialization schema, self-contained.
+
+    The same constraints as pydantic's schema, in the form a JSON Schema validator checks
+    fastest: every ``$ref`` inlined, ``anyOf: [T, null]`` written as ``type: [T, "null"]``,
+    and the generated titles dropped. MCP clients check every structured result against it
+    (the official Python client with ``jsonschema``, which took 18 ms for a 50-lesson page
+    against pydantic's own form and takes about half as long against this one).
+    """
+    schema = model.model_json_schema(mode="serialization")
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return walk({**defs[node["$ref"].rsplit("/", 1)[-1]], **_without(node, "$ref")})
+        out = {key: walk(value) for key, value in node.items() if key != "title"}
+        if "properties" in node:  # property names are data, never keywords
+            out["properties"] = {name: walk(sub) for name, sub in node["properties"].items()}
+        return _nullable(out)
+
+    return dict(walk(schema))
+
+
+def _without(node: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {key: value for key, value in node.items() if key not in keys}
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf: [{type: T, ...}, {type: null}]`` as ``{type: [T, null], ...}``: the same set
+    of documents (an enum gains ``null``), checked without trying each branch."""
+    options = node.get("anyOf")
+    if not options or len(options) != 2 or {"type": "null"} not in options:
+        return node
+    (other,) = [option for option in options if option != {"type": "null"}]
+    if not isinstance(other.get("type"), str) or "const" in other or set(other) & set(node):
+        return node
+    merged = {**_without(node, "anyOf"), **other, "type": [other["type"], "null"]}
+    if "enum" in other:
+        merged["enum"] = [*other["enum"], None]
+    return merged
+
+
 def tool_definitions() -> list[types.Tool]:
     return [
         types.Tool(
             name=op.name,
             description=op.summary,
             input_schema=op.params.model_json_schema(),
-            output_schema=op.result.model_json_schema(),
+            output_schema=result_schema(op.result),
             annotations=types.ToolAnnotations(
                 read_only_hint=not op.mutates,
                 destructive_hint=op.destructive,
@@ -87,7 +134,7 @@ def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> t
         return _error_result(error)
     payload = result.model_dump(mode="json")
     return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(payload, ensure_ascii=False))],
+        content=[types.TextContent(text=to_json(payload).decode())],
         structured_content=payload,
     )
 
