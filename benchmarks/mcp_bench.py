@@ -5,6 +5,7 @@ spawning a server to a completed handshake and first tools/list."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -31,6 +32,7 @@ from common import (
 from inprocess import copy_db
 
 PYTHON = VENV_BIN / "python"
+IN_PROCESS = "lorestore call_tool in-process"
 
 
 def lorestore_params(home: Path) -> StdioServerParameters:
@@ -66,9 +68,35 @@ async def _attribution(client: Client, op: str, result: Any) -> dict[str, Any]:
     }
 
 
-async def _measure(work: Workload, ops: tuple[str, ...], prog: Progress, home: Path) -> list[Stats]:
+def _in_process(db: Path, home: Path) -> Any:
+    """What ``lorestore mcp`` runs for one tool call, without the transport: the same
+    ``call_tool`` (arguments parsed, git context filled, the operation, the result
+    serialised) on a private copy of the same database, in this process."""
+    from lorestore.auth.actor import local_actor
+    from lorestore.cli.backend import with_git_context
+    from lorestore.service import LessonService
+    from lorestore.storage.sqlite import SQLiteStore
+    from lorestore.transports.mcp.server import call_tool, local_invoker
+
+    service = LessonService(SQLiteStore(copy_db(db, home / "in-process")), rate_limit=None)
+    invoke = with_git_context(local_invoker(service, local_actor(session="bench-mcp")), os.getcwd())
+
+    async def call(op: str, args: dict[str, Any]) -> Any:
+        result = call_tool(invoke, op, args)
+        if result.is_error:
+            raise RuntimeError(f"{op} failed: {result.structured_content}")
+        return result
+
+    return call
+
+
+async def _measure(
+    work: Workload, ops: tuple[str, ...], prog: Progress, home: Path, db: Path
+) -> list[Stats]:
     """Connect to lorestore, keep one of its results per tool (and the tool's output schema)
-    for the canned variant of the bare server, then time the three servers call by call."""
+    for the canned variant of the bare server, then time the three servers, and the same
+    calls in-process, call by call."""
+    in_process = _in_process(db, home)
     canned_file = home / "canned.json"
     async with AsyncExitStack() as stack:
         lore = await stack.enter_async_context(Client(lorestore_params(home)))
@@ -96,11 +124,13 @@ async def _measure(work: Workload, ops: tuple[str, ...], prog: Progress, home: P
                 name: (lambda a, c=client, o=op: _call(c, o, a), calls)
                 for name, client in clients.items()
             }
+            subjects[IN_PROCESS] = (lambda a, o=op: in_process(o, a), calls)
             with step(prog, f"MCP {op} {work.size:,}", work.ops) as tick:
                 samples = await interleaved_async(subjects, work.warmup, tick)
             for name, client in clients.items():
                 extra = await _attribution(client, op, await _call(client, op, calls[-1]))
                 stats.append(Stats("mcp", name, op, work.size, samples[name], extra))
+            stats.append(Stats("mcp", IN_PROCESS, op, work.size, samples[IN_PROCESS]))
         stats += await _idle_effect(clients["bare MCP floor"], work, prog)
     return stats
 
@@ -130,7 +160,7 @@ def run(work: Workload, prog: Progress, ops: tuple[str, ...], db: Path) -> list[
     with tempfile.TemporaryDirectory(prefix="lorestore-mcp-") as tmp:
         home = Path(tmp)
         copy_db(db, home)
-        return anyio.run(_measure, work, ops, prog, home)
+        return anyio.run(_measure, work, ops, prog, home, db)
 
 
 async def _startup_once(params: StdioServerParameters) -> tuple[int, int]:

@@ -68,42 +68,55 @@ INPROCESS_HEAD = [
 ]  # fmt: skip
 
 
+def _verdict(d50: float, d95: float, op: str, size: int) -> str:
+    verdict = "met" if d50 <= MCP_P50_DELTA_MS else "NOT met"
+    if op == "memory_search" and d95 > MCP_SEARCH_P95_DELTA_MS:
+        verdict = "NOT met"
+    return verdict if size == MCP_TARGET_SIZE else f"({verdict})"
+
+
 def mcp_rows(stats: list[Stats]) -> list[list[str]]:
+    """Two readings of "within 0.5 ms of the transport floor". Against the bare server's small
+    constant (Δ): everything lorestore adds, its own database work and the SDK's cost of
+    carrying a bigger result included. The MCP layer: lorestore over MCP minus the same
+    call in-process (``call_tool`` without transport) minus the bare server carrying the same
+    result, per percentile: what serving over MCP adds beyond the operation and the SDK."""
     rows = []
     for size in sorted({s.size for s in stats if s.section == "mcp"}):
         for op in OPS:
             bare = _find(stats, "mcp", "bare MCP floor", op, size)
             lore = _find(stats, "mcp", "lorestore mcp", op, size)
             canned = _find(stats, "mcp", "bare MCP, lorestore results", op, size)
+            inproc = _find(stats, "mcp", "lorestore call_tool in-process", op, size)
             if not (bare and lore):
                 continue
             d50, d95 = lore.p50 - bare.p50, lore.p95 - bare.p95
-            verdict = "met" if d50 <= MCP_P50_DELTA_MS else "NOT met"
             target = f"Δp50 ≤ {MCP_P50_DELTA_MS} ms"
             if op == "memory_search":
                 target += f"; Δp95 ≤ {MCP_SEARCH_P95_DELTA_MS:.0f} ms"
-                if d95 > MCP_SEARCH_P95_DELTA_MS:
-                    verdict = "NOT met"
-            if size != MCP_TARGET_SIZE:
-                verdict = f"({verdict})"
+            layer, layer_verdict = "-", "-"
+            if canned and inproc:
+                l50 = lore.p50 - inproc.p50 - canned.p50
+                l95 = lore.p95 - inproc.p95 - canned.p95
+                layer, layer_verdict = (
+                    f"{signed(l50)} / {signed(l95)}",
+                    _verdict(l50, l95, op, size),
+                )
             check = lore.extra.get("client_schema_validation_ms", float("nan"))
             size_kib = lore.extra.get("result_bytes", float("nan")) / 1024
-            same = (
-                f"{signed(lore.p50 - canned.p50)} / {signed(lore.p95 - canned.p95)}"
-                if canned
-                else "-"
-            )
             rows.append([f"{size:,}", SHORT[op], *_trio(bare), *_trio(lore), signed(d50),
                          signed(d95), f"{size_kib:.1f} KiB", fmt(check),
-                         fmt(canned.p50) if canned else "-", same, target, verdict])  # fmt: skip
+                         fmt(canned.p50) if canned else "-",
+                         f"{fmt(inproc.p50)} / {fmt(inproc.p95)}" if inproc else "-",
+                         layer, target, _verdict(d50, d95, op, size), layer_verdict])  # fmt: skip
     return rows
 
 
 MCP_HEAD = [
     "size", "op", "bare p50", "bare p95", "bare p99", "lorestore p50", "lorestore p95",
     "lorestore p99", "Δp50", "Δp95", "result size", "client schema check",
-    "bare + lorestore result p50", "Δp50 / Δp95 vs bare + lorestore result",
-    "target (at 100k)", "verdict",
+    "bare + lorestore result p50", "in-process call p50 / p95", "MCP layer p50 / p95",
+    "target (at 100k)", "verdict: Δ", "verdict: MCP layer",
 ]  # fmt: skip
 
 
@@ -193,8 +206,10 @@ COMPACT = {
     "MCP": (
         ["size", "op", "bare p50 / p95 / p99", "lorestore p50 / p95 / p99", "Δp50 / Δp95",
          "result", "client schema check", "bare + lorestore result p50",
-         "Δp50 / Δp95 vs bare + lorestore result", "verdict"],
-        [(0,), (1,), (2, 3, 4), (5, 6, 7), (8, 9), (10,), (11,), (12,), (13,), (15,)],
+         "in-process call p50 / p95", "MCP layer p50 / p95", "verdict: Δ",
+         "verdict: MCP layer"],
+        [(0,), (1,), (2, 3, 4), (5, 6, 7), (8, 9), (10,), (11,), (12,), (13,), (14,), (16,),
+         (17,)],
     ),
 }  # fmt: skip
 
