@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,26 +22,36 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from corpus import Corpus  # noqa: E402
 from lorestore.auth.actor import local_actor  # noqa: E402
-from lorestore.models import RecallParams, WriteParams  # noqa: E402
+from lorestore.models import RecallParams  # noqa: E402
 from lorestore.service import LessonService  # noqa: E402
 from lorestore.storage.sqlite import SQLiteStore  # noqa: E402
 
-CACHE = HERE / "results" / "cache"
 ACTOR = local_actor(session="bench")
 
 
+def _cached(size: int) -> Path:
+    """The benchmark suite's cached store of ``size`` corpus lessons, built once per size and
+    schema as `benchmarks/run.py` builds it, found (or built) by a child process: the suite's
+    helpers import rich and the MCP stack, which would triple this process's heap and with it
+    the cost of every full garbage collection during the timed calls."""
+    code = (
+        "from common import Workload, progress\n"
+        "from inprocess import cached_db\n"
+        "with progress() as prog:\n"
+        f"    print(cached_db(Workload({size}, ops=0, warmup=0), prog)[0])\n"
+    )
+    paths = [str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    child = [sys.executable, "-c", code]
+    done = subprocess.run(child, cwd=HERE, env=env, check=True, stdout=subprocess.PIPE, text=True)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
 def _store(size: int, workdir: Path) -> SQLiteStore:
-    """A copy of the benchmark suite's cached store of ``size`` corpus lessons, or a new one."""
-    cached = sorted(CACHE.glob(f"lorestore-{size}-seed7-*.db"))
+    """A private copy of the cached store (the timed recalls write the recall log)."""
     target = workdir / "recall.db"
-    if cached:
-        shutil.copyfile(cached[-1], target)
-        return SQLiteStore(target)
-    store = SQLiteStore(target)
-    service = LessonService(store, rate_limit=None)
-    for scope, key, value, tags in Corpus(seed=7).lessons(size):
-        service.memory_write(ACTOR, WriteParams(scope=scope, key=key, value=value, tags=tags))
-    return store
+    shutil.copyfile(_cached(size), target)
+    return SQLiteStore(target)
 
 
 def _percentile(values: list[float], q: int) -> float:

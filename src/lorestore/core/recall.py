@@ -3,7 +3,9 @@
 Pure functions over candidates the service fetched: eligibility (expiry, trust, review and
 revision policies), shadowing and de-duplication up the ladder (narrowest rung first), the
 order of offering (relevance to the task first), the token budget, and the fenced text an
-agent receives.
+agent receives. They decide on each candidate's head (address, trust, provenance, text): a
+recall weighs a few hundred candidates and offers a few dozen, so the full record is read
+only for the lessons offered.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
-from lorestore.core.records import Lesson
+from lorestore.core.records import Dependency
 
 RevisionPolicy = Literal["none", "commit", "files"]
 TRUST_RANK = {"verified": 0, "corroborated": 1, "candidate": 2, "disputed": 3, "rejected": 4}
@@ -36,9 +38,30 @@ class ScopePolicy:
     require_review: bool = False
 
 
+class LessonHead(NamedTuple):
+    """The part of a lesson recall decides on and renders (`source` reduced to the three
+    fields the fence shows and the commit policy reads). A named tuple: a recall builds a
+    few hundred, one per candidate."""
+
+    id: str
+    scope: str
+    key: str
+    value: str
+    trust: str
+    version: int
+    seen_count: int
+    recorded_at: str
+    updated_at: str
+    expires_at: str | None = None
+    agent: str | None = None
+    author: str | None = None
+    commit: str | None = None
+    depends_on: tuple[Dependency, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    lesson: Lesson
+    lesson: LessonHead
     digest: str
     rung: int  # 0 = the narrowest scope of the ladder
     relevance: float
@@ -50,7 +73,7 @@ class Decision:
     candidate: Candidate
     offered: bool
     reasons: tuple[str, ...]
-    tokens: int = 0
+    tokens: int = 0  # what the lesson costs rendered; 0 when it was never rendered
 
 
 @dataclass
@@ -78,9 +101,7 @@ def hold_reasons(
     elif c.policy.require_review and lesson.trust != "verified":
         reasons.append("unreviewed")
     if c.policy.revision_policy == "commit" and (
-        revision is None
-        or lesson.source.commit is None
-        or not _same_commit(lesson.source.commit, revision)
+        revision is None or lesson.commit is None or not _same_commit(lesson.commit, revision)
     ):
         reasons.append("revision_mismatch")
     if c.policy.revision_policy == "files":
@@ -124,15 +145,14 @@ def precedence(candidates: Sequence[Candidate]) -> list[Candidate]:
     )
 
 
-def rank(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The order lessons are offered in, and the budget spent: the lessons the task's words
-    match first, by relevance relative to the best match less a small penalty per rung up the
-    ladder; then the rest in precedence order. Without a task nothing matches, and the order
-    is the precedence order."""
-    ordered = precedence(candidates)
+def rank(ordered: Sequence[Candidate]) -> list[Candidate]:
+    """The order lessons are offered in, and the budget spent, from the precedence order: the
+    lessons the task's words match first, by relevance relative to the best match less a small
+    penalty per rung up the ladder; then the rest in precedence order. Without a task nothing
+    matches, and the order is the precedence order."""
     best = max((c.relevance for c in ordered), default=0.0)
     if best <= 0:
-        return ordered
+        return list(ordered)
     position = {id(c): n for n, c in enumerate(ordered)}
     return sorted(
         ordered,
@@ -144,15 +164,15 @@ def _match_score(c: Candidate, best: float) -> float:
     return c.relevance / best - RUNG_PENALTY * c.rung
 
 
-def render_lesson(number: int, lesson: Lesson) -> str:
+def render_lesson(number: int, lesson: LessonHead) -> str:
     """One lesson as it appears inside the fence: where it applies, how far to trust it,
     where it came from."""
     label = TRUST_LABEL.get(lesson.trust, lesson.trust)
     origin = [
         p
         for p in (
-            lesson.source.agent or lesson.source.author,
-            lesson.source.commit and f"commit {lesson.source.commit[:12]}",
+            lesson.agent or lesson.author,
+            lesson.commit and f"commit {lesson.commit[:12]}",
             lesson.recorded_at[:10],
         )
         if p
@@ -175,16 +195,20 @@ def select(
     """Offer eligible lessons in rank order until the budget is spent; hold every other one
     with its reasons. A key at a narrower rung shadows the same key further up; the same
     value at several rungs is offered once, at the narrowest."""
-    reasons = _eligibility(candidates, now=now, revision=revision, blobs=blobs)
+    ordered = precedence(candidates)
+    reasons = _eligibility(ordered, now=now, revision=revision, blobs=blobs)
     result = Selection()
     full = False
-    for c in rank(candidates):
+    for c in rank(ordered):
         lesson = c.lesson
         if reasons[id(c)]:
             result.held.append(Decision(c, False, tuple(reasons[id(c)])))
             continue
+        if full:  # once one lesson does not fit, none after it is offered: no need to render
+            result.held.append(Decision(c, False, ("over_budget",)))
+            continue
         tokens = estimate_tokens(render_lesson(len(result.offered) + 1, lesson))
-        if full or result.tokens_used + tokens > budget:
+        if result.tokens_used + tokens > budget:
             full = True
             result.held.append(Decision(c, False, ("over_budget",), tokens))
             continue
@@ -194,18 +218,19 @@ def select(
 
 
 def _eligibility(
-    candidates: Sequence[Candidate],
+    ordered: Sequence[Candidate],
     *,
     now: str,
     revision: str | None,
     blobs: Mapping[str, str | None],
 ) -> dict[int, list[str]]:
     """Each candidate's hold reasons, shadowing and duplicates decided in precedence order
-    (narrowest rung first), whatever order the lessons are then offered in."""
+    (narrowest rung first; ``ordered`` is in that order), whatever order the lessons are then
+    offered in."""
     decided: dict[int, list[str]] = {}
     live_keys: dict[str, str] = {}
     seen_values: dict[str, str] = {}
-    for c in precedence(candidates):
+    for c in ordered:
         lesson = c.lesson
         reasons = hold_reasons(c, now=now, revision=revision, blobs=blobs)
         shadow = live_keys.get(lesson.key)
@@ -221,7 +246,7 @@ def _eligibility(
     return decided
 
 
-def render_fence(recall_id: str, offered: Sequence[Lesson]) -> str:
+def render_fence(recall_id: str, offered: Sequence[LessonHead]) -> str:
     """The text block for an agent's context: fenced, labelled, with provenance."""
     parts = [FENCE_OPEN.format(recall_id=recall_id), PREAMBLE, ""]
     for number, lesson in enumerate(offered, start=1):

@@ -69,6 +69,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Built once: json.loads with an argument builds a decoder (and its scanner) per call.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def decode(number: int, raw: bytes | None) -> Incoming | None:
     """One line as a record, or as the reason it is not one; None for a blank line."""
     if raw is None:
@@ -77,7 +81,7 @@ def decode(number: int, raw: bytes | None) -> Incoming | None:
         text = raw.decode("utf-8").strip().removeprefix("\ufeff")
         if not text:
             return None
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError) as exc:
         return Incoming(line=number, error=f"not a JSON object: {exc}")
     if not isinstance(value, dict):

@@ -26,6 +26,10 @@ class Shape:
     fields: tuple[str, ...]
     nested: Mapping[str, Shape] = field(default_factory=dict)
     lists: Mapping[str, tuple[Shape, str]] = field(default_factory=dict)
+    names: frozenset[str] = field(init=False)  # the fields, for a fast membership test
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(self.fields))
 
 
 SOURCE = Shape(tuple(Source.model_fields))
@@ -104,7 +108,7 @@ def split(record: Mapping[str, Any], shape: Shape) -> tuple[dict[str, Any], dict
     known: dict[str, Any] = {}
     ext: dict[str, Any] = {}
     for name, value in record.items():
-        if name not in shape.fields:
+        if name not in shape.names:
             ext[name] = value
         elif name in shape.nested and isinstance(value, dict):
             known[name], inner = split(value, shape.nested[name])
@@ -145,7 +149,7 @@ def merge(known: Mapping[str, Any], ext: Mapping[str, Any], shape: Shape) -> dic
         elif name in shape.lists:
             if isinstance(extra, dict) and isinstance(out.get(name), list):
                 out[name] = _merge_items(out[name], extra, *shape.lists[name])
-        elif name not in shape.fields:
+        elif name not in shape.names:
             out[name] = canonical(extra)
     return out
 

@@ -1,12 +1,19 @@
 """Applying imported records to the store, a batch per transaction: for each lesson the
 tombstone check first (the value's digest at its scope or a broader one), then an insert
 that keeps ids, versions, trust and times and never overwrites; one audit event per record
-that lands. A dry run does the same work and rolls the transaction back."""
+that lands. A dry run does the same work and rolls the transaction back.
+
+Lessons, the bulk of any file, go through the store a run at a time: the tombstones of a
+run's values are read in one query, its lessons inserted in one statement, their versions
+and audit events in one each, and the lessons the store already holds are read back in one
+query to tell ``unchanged`` from ``differs``. Every other record goes one at a time, in file
+order between the runs."""
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +35,7 @@ from lorestore.portable.records import (
     tombstone_line,
 )
 from lorestore.service.base import ServiceBase
-from lorestore.service.writes import check_tombstone, rejected_value
+from lorestore.service.writes import rejected_value
 from lorestore.storage.protocol import (
     ForeignRecord,
     PolicyRecord,
@@ -72,10 +79,12 @@ class _DryRunDoneError(Exception):
 
 
 class _Batch:
-    """One transaction: owners resolved once per scope, audit chain heads kept in hand."""
+    """One transaction: owners resolved once per scope, audit chain heads kept in hand, and
+    one clock reading for every event it writes (they commit together)."""
 
     def __init__(self, tx: Transaction, service: ImportOperations, actor: Actor) -> None:
         self.tx = tx
+        self.now = service._now()
         self._service = service
         self._actor = actor
         self._owners: dict[str, str | LorestoreError] = {}
@@ -94,13 +103,33 @@ class _Batch:
             raise found
         return found
 
-    def audit(self, event: dict[str, Any]) -> None:
-        owner = event["owner"]
-        prev = self._heads.get(owner) or self.tx.last_audit_hash(owner) or GENESIS
-        event["prev_hash"] = prev
-        event["hash"] = chain_hash(prev, event)
-        self.tx.append_audit(event)
-        self._heads[owner] = event["hash"]
+    def audit(self, *events: dict[str, Any]) -> None:
+        """Chain the events onto their owners' heads, in order, and append them."""
+        for event in events:
+            owner = event["owner"]
+            prev = self._heads.get(owner) or self.tx.last_audit_hash(owner) or GENESIS
+            event["prev_hash"] = prev
+            event["hash"] = chain_hash(prev, event)
+            self._heads[owner] = event["hash"]
+        self.tx.append_audits(events)
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """A lesson that may be written where it goes: its place in the batch, its owner, and
+    the lesson as it would land (owner set, id derived for LoreKit)."""
+
+    index: int
+    item: Item
+    parsed: ParsedLesson
+    owner: str
+    lesson: Lesson
+
+    def digests(self) -> list[str]:
+        """The served value's digest, and a pending proposal's: the tombstone check covers
+        both."""
+        proposed = (v.value_digest for v in self.parsed.versions or () if v.state == "proposed")
+        return [self.parsed.digest, *proposed]
 
 
 def _refused(exc: LorestoreError) -> Applied:
@@ -117,29 +146,50 @@ class ImportOperations(ServiceBase):
     def _import_batch(self, context: ImportContext, items: Sequence[Item]) -> list[Applied]:
         try:
             with self.store.transaction(write=True, actor=context.actor.principal) as tx:
-                batch = _Batch(tx, self, context.actor)
-                results = [self._import_item(batch, context, item) for item in items]
+                results = self._import_all(_Batch(tx, self, context.actor), context, items)
                 if context.dry_run:
                     raise _DryRunDoneError(results)
         except _DryRunDoneError as rolled:
             results = rolled.results
         return results
 
-    def _import_item(self, batch: _Batch, context: ImportContext, item: Item) -> Applied:
+    def _import_all(
+        self, batch: _Batch, context: ImportContext, items: Sequence[Item]
+    ) -> list[Applied]:
+        """Each run of lessons together, every other record on its own, in file order."""
+        results: list[Applied | None] = [None] * len(items)
+        run: list[tuple[int, Item]] = []
+        for index, item in enumerate(items):
+            if item.kind == "lesson":
+                run.append((index, item))
+                continue
+            self._import_lessons(batch, context, run, results)
+            run = []
+            try:
+                results[index] = self._import_record(batch, context, item)
+            except LorestoreError as exc:
+                results[index] = _refused(exc)
+        self._import_lessons(batch, context, run, results)
+        assert all(r is not None for r in results)
+        return [r for r in results if r is not None]
+
+    def _import_record(self, batch: _Batch, context: ImportContext, item: Item) -> Applied:
         value = item.value
-        try:
-            if isinstance(value, ParsedLesson):
-                return self._import_lesson(batch, context, item, value)
-            if isinstance(value, Tombstone):
-                return self._import_tombstone(batch, context, item, value)
-            if isinstance(value, PolicyRecord):
-                return self._import_policy(batch, context, item, value)
-            return self._import_foreign(batch, context, item, value)
-        except LorestoreError as exc:
-            return _refused(exc)
+        if isinstance(value, Tombstone):
+            return self._import_tombstone(batch, context, item, value)
+        if isinstance(value, PolicyRecord):
+            return self._import_policy(batch, context, item, value)
+        assert isinstance(value, ParsedForeign)
+        return self._import_foreign(batch, context, item, value)
 
     def _event(
-        self, context: ImportContext, item: Item, owner: str, action: str, **fields: Any
+        self,
+        batch: _Batch,
+        context: ImportContext,
+        item: Item,
+        owner: str,
+        action: str,
+        **fields: Any,
     ) -> dict[str, Any]:
         """The audit event of one imported record: where it came from, never its text."""
         detail: dict[str, Any] = {"format": context.format}
@@ -151,14 +201,63 @@ class ImportOperations(ServiceBase):
         if context.actor.session:
             detail["session"] = context.actor.session
         event: dict[str, Any] = dict.fromkeys(_EVENT_FIELDS)
-        event |= {"owner": owner, "at": self._now(), "actor": context.actor.principal}
+        event |= {"owner": owner, "at": batch.now, "actor": context.actor.principal}
         return event | {"action": action, "detail": detail} | fields
 
     # --- lessons ----------------------------------------------------------------------------
 
-    def _import_lesson(
-        self, batch: _Batch, context: ImportContext, item: Item, parsed: ParsedLesson
-    ) -> Applied:
+    def _import_lessons(
+        self,
+        batch: _Batch,
+        context: ImportContext,
+        run: list[tuple[int, Item]],
+        results: list[Applied | None],
+    ) -> None:
+        """A run of lessons: admitted one by one, checked against tombstones and inserted
+        together; a lesson whose id came earlier in the run waits for the next round, so
+        that it meets the earlier one as a sequential import would."""
+        if not run:
+            return
+        admitted: list[_Admitted] = []
+        ids: set[str] = set()
+        again: list[tuple[int, Item]] = []
+        for index, item in run:
+            try:
+                entry = self._admit(batch, context, index, item)
+            except LorestoreError as exc:
+                results[index] = _refused(exc)
+                continue
+            if entry.lesson.id in ids:
+                again.append((index, item))
+                continue
+            ids.add(entry.lesson.id)
+            admitted.append(entry)
+        clear = self._untombstoned(batch, context, admitted, results)
+        # What the store holds under these ids is read once: a file imported again inserts
+        # nothing, and its lessons are compared with these.
+        stored: dict[tuple[str, str], StoredLesson] = {}
+        for owner in {e.owner for e in clear}:
+            ids_of_owner = [e.lesson.id for e in clear if e.owner == owner]
+            for found in batch.tx.lessons_by_ids(owner, ids_of_owner):
+                stored[(owner, found.lesson.id)] = found
+        fresh = [e for e in clear if (e.owner, e.lesson.id) not in stored]
+        pks = batch.tx.import_lessons(
+            [(e.lesson, e.parsed.digest, e.parsed.pending_version) for e in fresh]
+        )
+        landed = [(e, pk) for e, pk in zip(fresh, pks, strict=True) if pk is not None]
+        self._land(batch, context, landed)
+        for entry, _ in landed:
+            results[entry.index] = _added(entry)
+        held = [e for e in clear if (e.owner, e.lesson.id) in stored]
+        held += [e for e, pk in zip(fresh, pks, strict=True) if pk is None]
+        self._held(batch, context, held, stored, results)
+        if again:
+            self._import_lessons(batch, context, again, results)
+
+    def _admit(self, batch: _Batch, context: ImportContext, index: int, item: Item) -> _Admitted:
+        """Permission, owner and id: what decides where a lesson would land, if anywhere."""
+        parsed = item.value
+        assert isinstance(parsed, ParsedLesson)
         actor, lesson = context.actor, parsed.lesson
         if lesson.trust != "candidate" and not actor.can("review"):
             raise LorestoreError(
@@ -169,102 +268,116 @@ class ImportOperations(ServiceBase):
         scope = scope_of(lesson.scope)
         self._authorise(actor, "write", scope.text)
         owner = batch.owner(scope.text)
-        if lesson.trust != "rejected":
-            self._check_tombstones(batch.tx, context, owner, lesson.scope, parsed)
         ident = _lorekit_id(owner, lesson) if parsed.derive_id else lesson.id
         lesson = lesson.model_copy(update={"owner": owner_object(owner), "id": ident})
-        pk = batch.tx.import_lesson(lesson, parsed.digest, parsed.pending_version)
-        if pk is None:
-            return self._lesson_held(batch.tx, context, owner, lesson, parsed)
-        versions = parsed.versions or (self._served_version(lesson, parsed.digest, actor),)
-        for version in versions:
-            batch.tx.insert_version(pk, version.model_copy(update={"lesson_id": lesson.id}))
-        batch.audit(
-            self._event(
-                context,
-                item,
-                owner=owner,
-                action="import.lesson",
-                scope=lesson.scope,
-                key=lesson.key,
-                lesson_id=lesson.id,
-                after_version=lesson.version,
-                after_digest=parsed.digest,
-                detail={"trust": lesson.trust, "status": lesson.status, "versions": len(versions)},
-            )
-        )
-        if parsed.dropped_proposal:
-            return Applied(
-                "added",
-                "proposal_not_in_file",
-                "pending_revision is set but the "
-                "record has no versions: imported without the proposed revision",
-            )
-        return Applied("added")
-
-    def _check_tombstones(
-        self, tx: Transaction, context: ImportContext, owner: str, scope: str, parsed: ParsedLesson
-    ) -> None:
-        parsed_scope = scope_of(scope)
-        digests = [parsed.digest]
-        proposal = next((v for v in parsed.versions or () if v.state == "proposed"), None)
-        if proposal is not None:
-            digests.append(proposal.value_digest)
-        ladder = {parsed_scope.text, *(s.text for s in parsed_scope.broader())}
-        for digest in digests:
-            check_tombstone(tx, owner, parsed_scope, digest)
-            for tomb in context.dry_tombstones:
-                if (tomb.owner, tomb.value_digest) == (owner, digest) and tomb.scope in ladder:
-                    raise rejected_value(tomb)
+        return _Admitted(index, item, parsed, owner, lesson)
 
     @staticmethod
-    def _served_version(lesson: Lesson, digest: str, actor: Actor) -> LessonVersion:
-        """A record without history lands with one version: the one it serves."""
-        return LessonVersion(
-            lesson_id=lesson.id,
-            version=lesson.version,
-            state="accepted",
-            value=lesson.value,
-            value_digest=digest,
-            tags=lesson.tags,
-            valid_from=lesson.valid_from,
-            valid_to=lesson.valid_to,
-            recorded_at=lesson.recorded_at,
-            actor=actor.principal,
-            source=lesson.source,
-        )
-
-    def _lesson_held(
-        self,
-        tx: Transaction,
+    def _untombstoned(
+        batch: _Batch,
         context: ImportContext,
-        owner: str,
-        lesson: Lesson,
-        parsed: ParsedLesson,
-    ) -> Applied:
-        """The insert found the id or the address taken: the same lesson, another state of
-        it, another lesson at the address, or an id another tenant uses."""
-        existing = tx.lesson_by_id(owner, lesson.id)
-        if existing is None:
-            other = tx.lesson_at(owner, lesson.scope, lesson.key)
-            if other is None:
-                return Applied(
-                    "refused",
-                    "id_taken",
-                    f"lesson id {lesson.id} is already used "
-                    "in this store by a lesson you cannot see",
+        admitted: list[_Admitted],
+        results: list[Applied | None],
+    ) -> list[_Admitted]:
+        """Tombstones first: refuse each lesson whose value (or pending proposal) a live
+        tombstone rejects at its scope or a broader one, as ``check_tombstone`` does for a
+        write (the oldest such tombstone is named), then those added earlier in a dry run.
+        A lesson that is itself ``rejected`` records a correction and passes."""
+        wanted: dict[str, set[str]] = defaultdict(set)
+        for entry in admitted:
+            if entry.lesson.trust != "rejected":
+                wanted[entry.owner].update(entry.digests())
+        live: dict[tuple[str, str], list[Tombstone]] = defaultdict(list)
+        for owner, digests in wanted.items():
+            for tomb in batch.tx.live_tombstones(owner, sorted(digests)):
+                live[(owner, tomb.value_digest)].append(tomb)
+        for tomb in context.dry_tombstones:
+            live[(tomb.owner, tomb.value_digest)].append(tomb)  # after the stored ones
+        clear: list[_Admitted] = []
+        for entry in admitted:
+            rejecting = None if entry.lesson.trust == "rejected" else _rejecting(entry, live)
+            if rejecting is None:
+                clear.append(entry)
+            else:
+                results[entry.index] = _refused(rejected_value(rejecting))
+        return clear
+
+    def _land(
+        self, batch: _Batch, context: ImportContext, landed: list[tuple[_Admitted, int]]
+    ) -> None:
+        """The versions and the audit event of each lesson that was inserted."""
+        versions: list[tuple[int, LessonVersion]] = []
+        served: list[int] = []  # lessons without history: their one version is the served one
+        events: list[dict[str, Any]] = []
+        for entry, pk in landed:
+            lesson, parsed = entry.lesson, entry.parsed
+            if parsed.versions is None:
+                served.append(pk)
+            else:
+                versions.extend((pk, version) for version in parsed.versions)
+            events.append(
+                self._event(
+                    batch,
+                    context,
+                    entry.item,
+                    owner=entry.owner,
+                    action="import.lesson",
+                    scope=lesson.scope,
+                    key=lesson.key,
+                    lesson_id=lesson.id,
+                    after_version=lesson.version,
+                    after_digest=parsed.digest,
+                    detail={
+                        "trust": lesson.trust,
+                        "status": lesson.status,
+                        "versions": len(parsed.versions or (None,)),
+                    },
                 )
-            if not parsed.derive_id:
-                return Applied(
-                    "refused",
-                    "address_taken",
-                    f"{lesson.scope} / {lesson.key} is held by another lesson ({other.lesson.id})",
-                )
-            existing = other
-        incoming = lesson_line(lesson, None if parsed.versions is None else list(parsed.versions))
-        if _same(tx, context.format, existing, incoming, parsed.versions is not None):
-            return Applied("unchanged")
-        return _differs("lesson")
+            )
+        batch.tx.insert_served_versions(served, context.actor.principal)
+        batch.tx.insert_versions(versions)
+        batch.audit(*events)
+
+    @staticmethod
+    def _held(
+        batch: _Batch,
+        context: ImportContext,
+        held: list[_Admitted],
+        stored: dict[tuple[str, str], StoredLesson],
+        results: list[Applied | None],
+    ) -> None:
+        """Lessons whose id or address the store holds (``stored``: what it holds under
+        their ids): the same lesson, another state of it, another lesson at the address, or
+        an id another tenant uses."""
+        compared: list[tuple[_Admitted, StoredLesson]] = []
+        for entry in held:
+            lesson = entry.lesson
+            existing = stored.get((entry.owner, lesson.id))
+            if existing is None:
+                existing = batch.tx.lesson_at(entry.owner, lesson.scope, lesson.key)
+                if existing is None:
+                    results[entry.index] = Applied(
+                        "refused",
+                        "id_taken",
+                        f"lesson id {lesson.id} is already used "
+                        "in this store by a lesson you cannot see",
+                    )
+                    continue
+                if not entry.parsed.derive_id:
+                    results[entry.index] = Applied(
+                        "refused",
+                        "address_taken",
+                        f"{lesson.scope} / {lesson.key} is held by another lesson "
+                        f"({existing.lesson.id})",
+                    )
+                    continue
+            compared.append((entry, existing))
+        pks = [s.pk for e, s in compared if e.parsed.versions is not None]
+        histories = batch.tx.versions_of(pks) if pks else {}
+        for entry, existing in compared:
+            history = None if entry.parsed.versions is None else histories.get(existing.pk, [])
+            same = _same(context.format, existing.lesson, history, entry.lesson, entry.parsed)
+            results[entry.index] = Applied("unchanged") if same else _differs("lesson")
 
     # --- tombstones, policies, unknown records ----------------------------------------------
 
@@ -290,6 +403,7 @@ class ImportOperations(ServiceBase):
             context.dry_tombstones.append(tomb)
         batch.audit(
             self._event(
+                batch,
                 context,
                 item,
                 owner=tomb.owner,
@@ -325,6 +439,7 @@ class ImportOperations(ServiceBase):
         policy = record.policy
         batch.audit(
             self._event(
+                batch,
                 context,
                 item,
                 owner,
@@ -358,13 +473,14 @@ class ImportOperations(ServiceBase):
             type=record.type,
             scope=record.scope,
             record=record.record,
-            imported_at=self._now(),
+            imported_at=batch.now,
             imported_by=actor.principal,
         )
         if not batch.tx.import_foreign(kept):
             return Applied("unchanged")
         batch.audit(
             self._event(
+                batch,
                 context,
                 item,
                 owner,
@@ -381,14 +497,45 @@ def _lorekit_id(owner: str, lesson: Lesson) -> str:
 
 
 def _same(
-    tx: Transaction,
     format: Format,
-    existing: StoredLesson,
-    incoming: dict[str, Any],
-    with_history: bool,
+    held: Lesson,
+    history: list[LessonVersion] | None,
+    lesson: Lesson,
+    parsed: ParsedLesson,
 ) -> bool:
-    versions = tx.versions(existing.pk, existing.lesson.id) if with_history else None
-    held = lesson_line(existing.lesson, versions)
+    """Whether the store holds exactly this record: the lines an export would write for
+    both are the same (for LoreKit, the files). Equal fields make equal lines, which settles
+    the common case of a file imported again without writing either line."""
+    versions = None if parsed.versions is None else list(parsed.versions)
+    if format == "jsonl" and held.__dict__ == lesson.__dict__ and versions is None:
+        return True
+    held_line = lesson_line(held, history)
+    incoming = lesson_line(lesson, versions)
     if format == "lorekit":
-        return lorekit.file_text(held) == lorekit.file_text(incoming)
-    return held == incoming
+        return lorekit.file_text(held_line) == lorekit.file_text(incoming)
+    return held_line == incoming
+
+
+def _added(entry: _Admitted) -> Applied:
+    if entry.parsed.dropped_proposal:
+        return Applied(
+            "added",
+            "proposal_not_in_file",
+            "pending_revision is set but the "
+            "record has no versions: imported without the proposed revision",
+        )
+    return Applied("added")
+
+
+def _rejecting(entry: _Admitted, live: dict[tuple[str, str], list[Tombstone]]) -> Tombstone | None:
+    """The tombstone that refuses this lesson, if any: per digest, the first in ``live``
+    (oldest first) at the lesson's scope or a broader one."""
+    ladder: set[str] | None = None
+    for digest in entry.digests():
+        for tomb in live.get((entry.owner, digest), ()):
+            if ladder is None:
+                scope = scope_of(entry.lesson.scope)
+                ladder = {scope.text, *(s.text for s in scope.broader())}
+            if tomb.scope in ladder:
+                return tomb
+    return None

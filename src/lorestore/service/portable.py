@@ -47,7 +47,8 @@ class PortableOperations(ImportOperations):
         self._require(actor, "write")
         context = ImportContext(actor, p.format, p.dry_run)
         run = ImportRun(p.format, p.dry_run, partial(self._import_batch, context), on_problem)
-        return run.run(incoming)
+        with self.store.bulk_load():
+            return run.run(incoming)
 
     def _export_pages(
         self,

@@ -4,12 +4,14 @@ task, the ones held back and why, and the per-scope policies that decide it."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.recall import Candidate, Decision, ScopePolicy, render_fence, select
+from lorestore.core.records import Lesson
 from lorestore.core.scope import ladder, parse_scope
 from lorestore.core.search import query_terms
 from lorestore.models import (
@@ -24,7 +26,7 @@ from lorestore.models import (
     RecallParams,
     RecallResult,
 )
-from lorestore.service.base import ServiceBase, bounded, owner_key
+from lorestore.service.base import ServiceBase, bounded
 from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
 
 CANDIDATES_PER_RUNG = 25
@@ -61,7 +63,7 @@ class RecallOperations(ServiceBase):
         terms = _task_terms(p.task)
         now = self._now()
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            candidates = self._candidates(tx, actor, rungs, terms)
+            candidates, records = self._candidates(tx, actor, rungs, terms)
         blobs = self._blobs(candidates, p)
         selection = select(
             candidates, rungs, budget=budget, now=now, revision=p.revision, blobs=blobs
@@ -89,13 +91,12 @@ class RecallOperations(ServiceBase):
                     held=[_logged(d) for d in selection.held],
                 )
             )
-        offered = [d.candidate.lesson for d in selection.offered]
         return RecallResult(
             recall_id=recall_id,
             context=context,
             offered=[
                 OfferedLesson(
-                    lesson=d.candidate.lesson,
+                    lesson=records[d.candidate.lesson.id](),
                     label=_label(d),
                     tokens=d.tokens,
                     reasons=list(d.reasons),
@@ -114,12 +115,13 @@ class RecallOperations(ServiceBase):
                 for d in selection.held
             ],
             tokens_used=selection.tokens_used,
-            text=render_fence(recall_id, offered),
+            text=render_fence(recall_id, [d.candidate.lesson for d in selection.offered]),
         )
 
     def _candidates(
         self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
-    ) -> list[Candidate]:
+    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]]]:
+        """The candidates, and by lesson id the full record of each (decoded when offered)."""
         rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {}
         bindings = tx.bindings_for(actor.principal)
         for rung, scope in enumerate(rungs):
@@ -130,10 +132,12 @@ class RecallOperations(ServiceBase):
             policy, _ = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
             rungs_of[(owner, scope)] = (rung, policy)
         found: list[Candidate] = []
-        for stored, score in tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG):
-            rung, policy = rungs_of[(owner_key(stored.lesson), stored.lesson.scope)]
-            found.append(Candidate(stored.lesson, stored.value_digest, rung, score, policy))
-        return found
+        records: dict[str, Callable[[], Lesson]] = {}
+        for row in tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG):
+            rung, policy = rungs_of[(row.owner, row.head.scope)]
+            found.append(Candidate(row.head, row.value_digest, rung, row.score, policy))
+            records[row.head.id] = row.record
+        return found, records
 
     def _blobs(self, candidates: list[Candidate], p: RecallParams) -> dict[str, str | None]:
         blobs: dict[str, str | None] = dict(p.blobs or {})

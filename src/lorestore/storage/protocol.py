@@ -7,11 +7,12 @@ backends behave the same by construction and one contract suite tests them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from lorestore.core.recall import LessonHead
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 
 
@@ -39,6 +40,18 @@ class StoredLesson(NamedTuple):
     pk: int
     value_digest: str
     pending_version: int | None = None
+
+
+class RecallRow(NamedTuple):
+    """A recall candidate: the head recall decides on, and the full record from the same row,
+    decoded only when the lesson is offered (a recall weighs a few hundred candidates and
+    offers a few dozen)."""
+
+    head: LessonHead
+    owner: str
+    value_digest: str
+    score: float
+    record: Callable[[], Lesson]
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,11 +239,12 @@ class Transaction(Protocol):
 
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
-    ) -> list[tuple[StoredLesson, float]]:
+    ) -> list[RecallRow]:
         """Active, not rejected lessons of the ladder's (owner, scope) rungs, expired ones
-        included (to be held): the task's best text matches over all rungs at once (one
-        full-text pass), and per rung the newest and the newest verified or corroborated;
-        each with its relevance to the task (0 when it matched no word)."""
+        included (to be held): the task's best text matches over all rungs at once (``limit``
+        times the number of rungs, in one full-text pass that ranks only the ladder's
+        matches), and per rung the ``limit`` newest and newest verified or corroborated; each
+        with its relevance to the task (0 when it matched no word)."""
 
     def insert_recall(self, record: RecallRecord) -> None: ...
 
@@ -256,6 +270,28 @@ class Transaction(Protocol):
         self, lesson: Lesson, value_digest: str, pending_version: int | None
     ) -> int | None:
         """Insert a lesson under its own id; None when its id or address is taken."""
+
+    def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
+        """``import_lesson`` for many (lesson, value digest, pending version) at once, in
+        order: each one's pk, or None when its id or address is taken (by the store or by
+        an earlier one of these). The ids must be distinct."""
+
+    def insert_versions(self, versions: Sequence[tuple[int, LessonVersion]]) -> None:
+        """``insert_version`` for many (lesson pk, version) at once."""
+
+    def insert_served_versions(self, pks: Sequence[int], actor: str) -> None:
+        """Give each of these lessons one version, recorded by ``actor``: the one it serves
+        (its value, tags, valid time, record time and source), accepted."""
+
+    def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
+        """``append_audit`` for many events at once, chained already, in order."""
+
+    def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
+        """The owner's live tombstones of any of these digests, at any scope, oldest
+        first (``find_tombstone`` for a batch: the caller matches the scopes)."""
+
+    def lessons_by_ids(self, owner: str, ids: Sequence[str]) -> list[StoredLesson]:
+        """The owner's lessons with these ids (``lesson_by_id`` for a batch), any order."""
 
     def export_tombstones(
         self, owners: Sequence[str], after_id: str | None, limit: int
@@ -294,6 +330,11 @@ class Store(Protocol):
     def flush_erased(self) -> None:
         """After a hard delete commits: make sure no copy of the erased content lingers in
         the backend's logs (best effort; a concurrent reader may postpone it)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Around many large write transactions in a row (an import): the backend may spend
+        more memory or log meanwhile, within fixed bounds, to go faster. What a transaction
+        means does not change."""
 
     def close(self) -> None: ...
 

@@ -8,16 +8,20 @@ the records (and every surface's output) are identical whichever backend served 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import partial
+from operator import itemgetter
 from typing import Any, Protocol
 
-from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
+from lorestore.core.recall import LessonHead
+from lorestore.core.records import AuditEvent, Dependency, Lesson, LessonVersion, format_ts
 from lorestore.storage.protocol import (
     Invite,
     Membership,
     PolicyRow,
     RecallRecord,
+    RecallRow,
     TokenRecord,
     Tombstone,
 )
@@ -58,8 +62,13 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+# One encoder for every call: json.dumps with arguments builds a new one each time, which is
+# half the cost of encoding a short tag list (an import encodes several per lesson).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _ENCODER.encode(value)
 
 
 def owner_text(owner: Mapping[str, str]) -> str:
@@ -269,6 +278,66 @@ def invite_params(invite: Invite, code_hash: str) -> dict[str, Any]:
 
 def membership_from_row(row: RowLike) -> Membership:
     return Membership(row["org"], row["member"], row["role"], ts_text(row["created_at"]) or "")
+
+
+# The columns a recall candidate's head is read from, in the order recall_rows unpacks them.
+_RECALL_HEAD = (
+    "id",
+    "scope",
+    "key",
+    "value",
+    "trust",
+    "version",
+    "seen_count",
+    "recorded_at",
+    "updated_at",
+    "expires_at",
+    "source_agent",
+    "source_author",
+    "source_commit",
+    "depends_on",
+    "owner",
+    "value_digest",
+    "score",
+)
+
+
+def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
+    """Recall candidates from lessons rows with a ``score`` and ``source_agent``,
+    ``source_author``, ``source_commit`` (extracted by the query: decoding each row's source
+    in Python cost more): the head now, the record (the same row through lesson_from_row)
+    when asked for. A sqlite3.Row finds a column by name with a linear scan, so its columns
+    are read by position, found once per result."""
+    if not rows:
+        return []
+    first = rows[0]
+    keys: Sequence[str | int] = _RECALL_HEAD
+    if not isinstance(first, Mapping):
+        names = list(first.keys())
+        keys = [names.index(name) for name in _RECALL_HEAD]
+    read = itemgetter(*keys)
+    found = []
+    for row in rows:
+        (id_, scope, key, value, trust, version, seen, recorded, updated, expires, agent,
+         author, commit, depends_on, owner, digest, score) = read(row)  # fmt: skip
+        head = LessonHead(
+            str(id_),
+            scope,
+            key,
+            value,
+            trust,
+            version,
+            seen,
+            ts_text(recorded) or "",
+            ts_text(updated) or "",
+            ts_text(expires),
+            agent,
+            author,
+            commit,
+            tuple(Dependency.model_validate(d) for d in _json(depends_on, [])),
+        )
+        found.append(RecallRow(head, owner, digest, float(score), partial(lesson_from_row, row)))
+    return found
 
 
 def recall_params(record: RecallRecord) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from lorestore.storage.rows import (
     tombstone_params,
     ts_text,
     version_from_row,
+    version_params,
 )
 
 Q = load_queries("lorestore.storage.postgres", "queries.sql")
@@ -63,6 +64,38 @@ class PortablePrimitives:
         params = lesson_params(lesson, value_digest, pending_version)
         row = self._conn.execute(Q["import_lesson"], params).fetchone()
         return None if row is None else int(row["pk"])
+
+    def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
+        # One statement per lesson: PostgreSQL is not the bulk-load target the SQLite store
+        # is, and each insert still skips a taken id or address on its own.
+        return [self.import_lesson(*lesson) for lesson in lessons]
+
+    def insert_versions(self, versions: Sequence[tuple[int, LessonVersion]]) -> None:
+        if versions:
+            with self._conn.cursor() as cur:
+                cur.executemany(Q["insert_version"], [version_params(*v) for v in versions])
+
+    def insert_served_versions(self, pks: Sequence[int], actor: str) -> None:
+        if pks:
+            self._conn.execute(Q["insert_served_versions"], {"pks": list(pks), "actor": actor})
+
+    def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
+        params = [{**event, "detail": dumps(event.get("detail") or {})} for event in events]
+        if params:
+            with self._conn.cursor() as cur:
+                cur.executemany(Q["append_audit"], params)
+
+    def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
+        params = {"owner": owner, "digests": list(digests)}
+        rows = self._conn.execute(Q["live_tombstones"], params).fetchall()
+        return [tombstone_from_row(r) for r in rows]
+
+    def lessons_by_ids(self, owner: str, ids: Sequence[str]) -> list[StoredLesson]:
+        params = {"owner": owner, "ids": list(ids)}
+        return [
+            StoredLesson(lesson_from_row(r), r["pk"], r["value_digest"], r["pending_version"])
+            for r in self._conn.execute(Q["lessons_by_ids"], params).fetchall()
+        ]
 
     def export_tombstones(
         self, owners: Sequence[str], after_id: str | None, limit: int

@@ -311,7 +311,8 @@ DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
 -- Recall candidates that the task's words match, over all the ladder's rungs in one pass,
 -- best ts_rank_cd first (hits found by the definer function of migration 0009, expired
 -- lessons included so that recall can hold them as expired).
-SELECT l.*, hit.score::float8 AS score
+SELECT l.*, hit.score::float8 AS score, l.source ->> 'agent' AS source_agent,
+    l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit
 FROM lorestore_search_hits(to_tsquery('english', %(match)s), %(owners)s::text[],
          %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
@@ -319,14 +320,18 @@ ORDER BY hit.score DESC, l.pk DESC;
 
 -- name: recall_recent
 -- Recall candidates of one rung: the newest served (or expired) lessons.
-SELECT *, 0.0::float8 AS score FROM lessons
+SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
+    source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
+FROM lessons
 WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
 ORDER BY updated_at DESC, pk DESC
 LIMIT %(limit)s;
 
 -- name: recall_trusted
 -- Recall candidates of one rung: the newest verified and corroborated lessons.
-SELECT *, 0.0::float8 AS score FROM lessons
+SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
+    source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
+FROM lessons
 WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active'
   AND trust IN ('verified', 'corroborated')
 ORDER BY updated_at DESC
@@ -382,6 +387,24 @@ VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s
     %(ext)s::jsonb, %(pending_version)s)
 ON CONFLICT DO NOTHING
 RETURNING pk;
+
+-- name: insert_served_versions
+-- Record for each of these lessons the version it serves, accepted, by the actor.
+INSERT INTO lesson_versions (owner, lesson_pk, version, state, value, value_digest, tags,
+    valid_from, valid_to, recorded_at, accepted_at, actor, source)
+SELECT owner, pk, version, 'accepted', value, value_digest, tags, valid_from, valid_to,
+    recorded_at, NULL, %(actor)s, source
+FROM lessons WHERE pk = ANY (%(pks)s) ORDER BY pk;
+
+-- name: live_tombstones
+-- An owner's live tombstones of any of these digests, at any scope, oldest first.
+SELECT * FROM tombstones
+WHERE owner = %(owner)s AND lifted_at IS NULL AND value_digest = ANY (%(digests)s)
+ORDER BY created_at;
+
+-- name: lessons_by_ids
+-- An owner's lessons with any of these ids.
+SELECT * FROM lessons WHERE owner = %(owner)s AND id = ANY (%(ids)s::uuid[]);
 
 -- name: export_tombstones
 -- A page of the given owners' tombstones, lifted ones included, ordered by id.

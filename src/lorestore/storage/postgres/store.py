@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import psycopg
@@ -29,6 +29,7 @@ from lorestore.storage.protocol import (
     Membership,
     PolicyRow,
     RecallRecord,
+    RecallRow,
     ScopeCount,
     SearchHit,
     StoredLesson,
@@ -47,6 +48,7 @@ from lorestore.storage.rows import (
     policy_params,
     recall_from_row,
     recall_params,
+    recall_rows,
     token_from_row,
     token_params,
     tombstone_from_row,
@@ -349,8 +351,8 @@ class PostgresTransaction(PortablePrimitives):
 
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
-    ) -> list[tuple[StoredLesson, float]]:
-        found: dict[int, tuple[StoredLesson, float]] = {}
+    ) -> list[RecallRow]:
+        found: dict[str, RecallRow] = {}
         if terms and addresses:
             params = {
                 "match": tsquery_expression(list(terms)),
@@ -358,14 +360,13 @@ class PostgresTransaction(PortablePrimitives):
                 "scopes": [scope for _, scope in addresses],
                 "limit": limit * len(addresses),
             }
-            for row in self._all("recall_by_text", params):
-                found[row["pk"]] = (_stored(row), float(row["score"]))
+            for hit in recall_rows(self._all("recall_by_text", params)):
+                found[hit.head.id] = hit
         for owner, scope in addresses:
             rung = {"owner": owner, "scope": scope, "limit": limit}
             for name in ("recall_recent", "recall_trusted"):
-                for row in self._all(name, rung):
-                    if row["pk"] not in found:
-                        found[row["pk"]] = (_stored(row), float(row["score"]))
+                for hit in recall_rows(self._all(name, rung)):
+                    found.setdefault(hit.head.id, hit)
         return list(found.values())
 
     def insert_recall(self, record: RecallRecord) -> None:
@@ -431,6 +432,10 @@ class PostgresStore:
 
     def flush_erased(self) -> None:
         """Deleted tuples are removed by (auto)vacuum; nothing is kept in a side log we own."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Nothing to tune: each import batch is one transaction like any other."""
+        return nullcontext()
 
     def close(self) -> None:
         self._pool.close()

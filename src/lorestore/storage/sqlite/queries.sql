@@ -325,25 +325,48 @@ RETURNING requests;
 
 -- name: recall_by_text
 -- Recall candidates that the task's words match, over all the ladder's rungs in one
--- full-text pass, best BM25 first.
-SELECT l.pk, l.value_digest, l.pending_version, l.doc, -rank AS score
-FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
-WHERE lessons_fts MATCH :match AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
-  AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
-  AND l.status = 'active' AND l.trust != 'rejected'
-ORDER BY rank
-LIMIT :limit;
+-- full-text pass, best BM25 first (the weights of `search`; ties oldest first, as FTS5's rank
+-- order gives them). Only the ladder's matches are ranked: each match is first looked up in
+-- recall_lessons (migration recall_create_addresses), which holds the lessons recall
+-- considers with an integer for their address, so a common word's matches in other scopes
+-- cost a small lookup instead of BM25 (`ORDER BY rank` ranked every match in every scope
+-- before the join dropped most of them).
+SELECT l.*, -hit.score AS score,
+    json_extract(l.source, '$.agent') AS source_agent,
+    json_extract(l.source, '$.author') AS source_author,
+    json_extract(l.source, '$.commit') AS source_commit
+FROM (
+    SELECT lessons_fts.rowid AS pk, bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
+    FROM lessons_fts CROSS JOIN recall_lessons AS r ON r.pk = lessons_fts.rowid
+    WHERE lessons_fts MATCH :match
+      AND +r.address IN (
+          SELECT a.id FROM json_each(:addresses) AS rung
+          JOIN recall_addresses AS a ON a.owner = json_extract(rung.value, '$[0]')
+                                    AND a.scope = json_extract(rung.value, '$[1]'))
+    ORDER BY score, pk
+    LIMIT :limit
+) AS hit
+JOIN lessons AS l ON l.pk = hit.pk
+ORDER BY hit.score, hit.pk;
 
 -- name: recall_recent
 -- Recall candidates of one rung: the newest served (or expired) lessons.
-SELECT pk, value_digest, pending_version, doc, 0.0 AS score FROM lesson_docs
+SELECT *, 0.0 AS score,
+    json_extract(source, '$.agent') AS source_agent,
+    json_extract(source, '$.author') AS source_author,
+    json_extract(source, '$.commit') AS source_commit
+FROM lessons
 WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'rejected'
 ORDER BY updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: recall_trusted
 -- Recall candidates of one rung: the newest verified and corroborated lessons.
-SELECT pk, value_digest, pending_version, doc, 0.0 AS score FROM lesson_docs
+SELECT *, 0.0 AS score,
+    json_extract(source, '$.agent') AS source_agent,
+    json_extract(source, '$.author') AS source_author,
+    json_extract(source, '$.commit') AS source_commit
+FROM lessons
 WHERE owner = :owner AND scope = :scope AND +status = 'active'
   AND trust IN ('verified', 'corroborated')
 ORDER BY updated_at DESC
@@ -395,6 +418,64 @@ VALUES (:id, :owner, :scope, :key, :value, :value_digest, :tags, :kind, :trust, 
     :archived_at, :expires_at, :source, :depends_on, :review, :ext, :pending_version)
 ON CONFLICT DO NOTHING
 RETURNING pk;
+
+-- name: create_import_stage
+-- A per-connection scratch table: a batch of imported lessons is bound into it row by row,
+-- then lands in one INSERT ... SELECT (far cheaper per row than one INSERT each, whose
+-- full-text trigger program is set up anew for every row).
+CREATE TEMP TABLE IF NOT EXISTS import_stage (
+    seq INTEGER PRIMARY KEY, id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version
+);
+
+-- name: stage_lesson
+-- Bind one imported lesson into the scratch table.
+INSERT INTO temp.import_stage (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version)
+VALUES (:id, :owner, :scope, :key, :value, :value_digest, :tags, :kind, :trust, :status,
+    :version, :seen_count, :valid_from, :valid_to, :recorded_at, :created_at, :updated_at,
+    :archived_at, :expires_at, :source, :depends_on, :review, :ext, :pending_version);
+
+-- name: import_staged_lessons
+-- Add the staged lessons in order under their own ids, skipping any whose id or address is
+-- taken; the pk of each that landed (`WHERE true`: the upsert form of INSERT ... SELECT).
+INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version)
+SELECT id, owner, scope, key, value, value_digest, tags, kind, trust, status,
+    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+    archived_at, expires_at, source, depends_on, review, ext, pending_version
+FROM temp.import_stage WHERE true ORDER BY seq
+ON CONFLICT DO NOTHING
+RETURNING pk, id;
+
+-- name: clear_import_stage
+-- Empty the scratch table for the next batch.
+DELETE FROM temp.import_stage;
+
+-- name: insert_served_versions
+-- Record for each of these lessons the version it serves, accepted, by :actor.
+INSERT INTO lesson_versions (lesson_pk, version, state, value, value_digest, tags,
+    valid_from, valid_to, recorded_at, accepted_at, actor, source)
+SELECT pk, version, 'accepted', value, value_digest, tags, valid_from, valid_to,
+    recorded_at, NULL, :actor, source
+FROM lessons WHERE pk IN (SELECT value FROM json_each(:pks)) ORDER BY pk;
+
+-- name: live_tombstones
+-- An owner's live tombstones of any of these digests, at any scope, oldest first.
+SELECT * FROM tombstones
+WHERE owner = :owner AND lifted_at IS NULL
+  AND value_digest IN (SELECT value FROM json_each(:digests))
+ORDER BY created_at;
+
+-- name: lessons_by_ids
+-- An owner's lessons with any of these ids, as records (`+owner`: look each id up, never
+-- scan the owner's lessons).
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons
+             WHERE +owner = :owner AND id IN (SELECT value FROM json_each(:ids)));
 
 -- name: export_tombstones
 -- A page of the given owners' tombstones, lifted ones included, by id (seek on the id).

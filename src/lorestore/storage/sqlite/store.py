@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from lorestore.storage.protocol import (
     Membership,
     PolicyRow,
     RecallRecord,
+    RecallRow,
     ScopeCount,
     SearchHit,
     StoredLesson,
@@ -44,6 +45,7 @@ from lorestore.storage.rows import (
     policy_params,
     recall_from_row,
     recall_params,
+    recall_rows,
     token_from_row,
     token_params,
     tombstone_from_row,
@@ -51,7 +53,7 @@ from lorestore.storage.rows import (
     version_from_row,
     version_params,
 )
-from lorestore.storage.sqlite.portable import PortablePrimitives
+from lorestore.storage.sqlite.portable import BulkLoad, PortablePrimitives
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
 BUSY_TIMEOUT_MS = 30_000
@@ -369,22 +371,21 @@ class SQLiteTransaction(PortablePrimitives):
 
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
-    ) -> list[tuple[StoredLesson, float]]:
-        found: dict[int, tuple[StoredLesson, float]] = {}
+    ) -> list[RecallRow]:
+        found: dict[str, RecallRow] = {}
         if terms and addresses:
             params = {
                 "match": fts5_expression(list(terms)),
-                "addresses": dumps([f"{owner}\x1f{scope}" for owner, scope in addresses]),
+                "addresses": dumps([[owner, scope] for owner, scope in addresses]),
                 "limit": limit * len(addresses),
             }
-            for row in self._all("recall_by_text", params):
-                found[row["pk"]] = (_stored_doc(row), float(row["score"]))
+            for hit in recall_rows(self._all("recall_by_text", params)):
+                found[hit.head.id] = hit
         for owner, scope in addresses:
             rung = {"owner": owner, "scope": scope, "limit": limit}
             for name in ("recall_recent", "recall_trusted"):
-                for row in self._all(name, rung):
-                    if row["pk"] not in found:
-                        found[row["pk"]] = (_stored_doc(row), float(row["score"]))
+                for hit in recall_rows(self._all(name, rung)):
+                    found.setdefault(hit.head.id, hit)
         return list(found.values())
 
     def insert_recall(self, record: RecallRecord) -> None:
@@ -425,6 +426,7 @@ class SQLiteStore:
         self.applied = self._migrate()
         self._conn.execute(Q["lesson_docs"])
         self._registered: set[str] = set()
+        self._bulk = BulkLoad(self._conn, self._lock)
 
     def _migrate(self) -> list[migrations.Migration]:
         with self._lock:
@@ -500,6 +502,10 @@ class SQLiteStore:
             self._conn.execute("COMMIT")
             if register:
                 self._registered.add(str(actor))
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """See ``BulkLoad``: a bigger page cache and fewer checkpoints while importing."""
+        return self._bulk.session()
 
     def flush_erased(self) -> None:
         # Old page images of erased rows live in the WAL until a checkpoint copies the

@@ -1,0 +1,178 @@
+"""An import applies lessons a run at a time (one tombstone query, one insert, one audit append
+per run), and that must not show: on both backends, records that share a batch meet each other
+in file order as a sequential import would, a batch over the owner's cap lands what fits,
+tombstones refuse exactly their scope and the narrower ones, and every lesson that lands gets
+its own audit event in the owner's chain, however the file falls into batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import dump_text
+from tests.portable import LOCAL, T0, header, import_lines, lesson, line
+
+from lorestore.core.normalise import value_digest
+from lorestore.models import AuditParams, NoParams, ReadParams, RejectParams, WriteParams
+from lorestore.portable import importer
+from lorestore.service import LessonService
+from lorestore.storage.sqlite import SQLiteStore
+
+S = "repo::acme/app"
+
+
+def _tombstone(value: str, scope: str = S) -> dict[str, object]:
+    return {
+        "type": "tombstone",
+        "id": "5e0c8f0e-5b7b-4c5e-8f7e-1f2a3b4c5d6e",
+        "scope": scope,
+        "digest": value_digest(value),
+        "reason": "not here",
+        "actor": "user:local",
+        "time": T0,
+    }
+
+
+def _imported_events(service: LessonService) -> list[tuple[str | None, int]]:
+    events = service.memory_audit(LOCAL, AuditParams(limit=500)).events
+    return [(e.key, e.detail["line"]) for e in reversed(events) if e.action == "import.lesson"]
+
+
+def test_records_in_one_batch_meet_each_other_in_file_order(
+    service: LessonService,
+    store,  # type: ignore[no-untyped-def]
+) -> None:
+    first = lesson("first", "Pin the resolver version")
+    lines = [
+        header(),
+        line(first),  # 2: lands
+        line(_tombstone("Mock the database")),  # 3: rejects that value from here on
+        line(lesson("again", "mock the  DATABASE")),  # 4: refused by line 3
+        line({**first, "value": "Another value"}),  # 5: the id of line 2, another state
+        line(first),  # 6: the id of line 2 again, the same record
+        line(lesson("first", "Someone else's lesson")),  # 7: another id at line 2's address
+        line(lesson("second", "Unrelated lesson")),  # 8: lands
+    ]
+    before = dump_text(store)
+    dry = import_lines(service, lines, dry_run=True)  # the tombstone refuses from its batch
+    assert dump_text(store) == before
+    result = import_lines(service, lines)
+    assert result.model_dump(exclude={"dry_run"}) == dry.model_dump(exclude={"dry_run"})
+    assert [(p.line, p.code) for p in result.problems] == [
+        (4, "rejected_value"),
+        (5, "target_differs"),
+        (7, "address_taken"),
+    ]
+    assert result.lessons.model_dump() == {"added": 2, "unchanged": 1, "differs": 1, "refused": 2}
+    assert result.tombstones.added == 1
+    read = service.memory_read(LOCAL, ReadParams(scope=S, key="first")).lesson
+    assert read.value == "Pin the resolver version" and read.id == first["id"]
+    assert _imported_events(service) == [("first", 2), ("second", 8)]
+    assert service.audit_verify(LOCAL, NoParams()).ok
+
+
+def test_a_batch_over_the_cap_lands_what_fits(service: LessonService) -> None:
+    with service.store.transaction(write=True, actor=LOCAL.principal) as tx:
+        tx.set_max_active(LOCAL.owner, 3)
+    lines = [header(), *(line(lesson(f"k{i}", f"Lesson number {i}")) for i in range(5))]
+    result = import_lines(service, lines)  # one batch, refused whole, then one at a time
+    assert result.lessons.added == 3 and result.lessons.refused == 2
+    assert [(p.line, p.code) for p in result.problems] == [(5, "cap_exceeded"), (6, "cap_exceeded")]
+    assert [key for key, _ in _imported_events(service)] == ["k0", "k1", "k2"]
+    assert service.audit_verify(LOCAL, NoParams()).ok
+
+
+def test_tombstones_refuse_their_scope_and_narrower_ones(service: LessonService) -> None:
+    service.memory_write(LOCAL, WriteParams(scope=S, key="mocks", value="Mock the database"))
+    service.memory_reject(LOCAL, RejectParams(scope=S, key="mocks", reason="use a real one"))
+    proposal = lesson(
+        "proposed",
+        "Run the migrations first",
+        trust="verified",
+        pending_revision=True,
+        versions=[
+            {
+                "version": 1,
+                "state": "accepted",
+                "value": "Run the migrations first",
+                "recorded_at": T0,
+                "actor": "user:local",
+            },
+            {
+                "version": 2,
+                "state": "proposed",
+                "value": "mock the  DATABASE",
+                "recorded_at": T0,
+                "actor": "user:agent",
+            },
+        ],
+    )
+    lines = [
+        header(),
+        line(lesson("narrower", "Mock the database", scope="branch::acme/app::main")),
+        line(lesson("broader", "Mock the database", scope="global")),
+        line(lesson("elsewhere", "Mock the database", scope="repo::acme/other")),
+        line(proposal),  # its served value is fine; its pending proposal is the rejected one
+        line(lesson("fine", "Use a throwaway PostgreSQL")),
+    ]
+    result = import_lines(service, lines)
+    assert [(p.line, p.code) for p in result.problems] == [
+        (2, "rejected_value"),
+        (5, "rejected_value"),
+    ]
+    assert "use a real one" in result.problems[0].message
+    assert result.lessons.added == 3  # the controls: broader, elsewhere, fine
+    assert [key for key, _ in _imported_events(service)] == ["broader", "elsewhere", "fine"]
+
+
+def test_every_lesson_gets_its_event_however_the_file_is_batched(
+    service: LessonService,
+    store,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(importer, "BATCH", 7)
+    lines = [header()]
+    for i in range(30):
+        lines.append(line(lesson(f"k{i:02}", f"Lesson {i}", tags=["b", "A"])))
+        if i % 11 == 5:
+            lines.append(b"{not json")
+    first = import_lines(service, lines)
+    assert first.lessons.added == 30 and first.invalid == 3
+    events = _imported_events(service)
+    assert [key for key, _ in events] == [f"k{i:02}" for i in range(30)]
+    assert [number for _, number in events] == [
+        n + 1 for n, raw in enumerate(lines) if raw.startswith(b'{"type":"lesson"')
+    ]
+    assert service.audit_verify(LOCAL, NoParams()).ok
+    before = dump_text(store)
+    again = import_lines(service, lines)
+    assert again.lessons.model_dump() == {"added": 0, "unchanged": 30, "differs": 0, "refused": 0}
+    assert dump_text(store) == before
+    history = service.memory_read(LOCAL, ReadParams(scope=S, key="k07")).lesson
+    assert history.tags == ["a", "b"] and history.version == 1
+
+
+def test_an_import_leaves_the_sqlite_connection_as_it_found_it(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "bulk.db")
+
+    def settings() -> list[int]:
+        # Per-connection settings: only the store's own connection can show them.
+        conn = store._conn
+        return [
+            conn.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("cache_size", "wal_autocheckpoint")
+        ]
+
+    before = settings()
+    try:
+        with store.bulk_load():
+            during = settings()
+            with store.bulk_load():  # an overlapping import
+                assert settings() == during
+            assert settings() == during  # the first is still running
+        assert settings() == before and during != before
+        service = LessonService(store)
+        assert import_lines(service, [header(), line(lesson("k", "v"))]).lessons.added == 1
+        assert settings() == before
+    finally:
+        store.close()
