@@ -15,6 +15,7 @@ from lorestore.models import (
     ChangeParams,
     DeleteParams,
     DisputeParams,
+    ExplainParams,
     NoParams,
     OrgBindParams,
     OrgCreateParams,
@@ -199,3 +200,34 @@ def test_migration_fills_the_recall_tables_of_an_older_store(tmp_path: Path, clo
         assert "archived" not in result["offered"] + result["held"]
     finally:
         store.close()
+
+
+def test_a_rung_with_lessons_recall_did_not_weigh_is_named(service: LessonService) -> None:
+    # Without a task, a rung's candidates are its 25 newest (and newest trusted) lessons: a
+    # rung with 30 has five that are neither offered nor held, and the result must say so.
+    for i in range(30):
+        write(service, REPO, f"repo-{i}", f"Repository lesson number {i}.")
+    for i in range(20):
+        write(service, "global", f"global-{i}", f"Global lesson number {i}.")
+    result = service.memory_recall(PERSON, RecallParams(repo="example/app", budget=20_000))
+    weighed = {h.key for h in result.held} | {o.lesson.key for o in result.offered}
+    assert len([k for k in weighed if k.startswith("repo-")]) == 25
+    assert result.not_considered == [REPO]  # global's 20 were all weighed: not named
+    assert f"more lessons in {REPO}" in result.text
+    explained = service.memory_explain(PERSON, ExplainParams(recall_id=result.recall_id))
+    assert explained.context["not_considered"] == [REPO]
+
+    write(service, "global", "global-extra", "One lesson too many for the global rung.")
+    for i in range(7):
+        write(service, "global", f"global-more-{i}", f"Another global lesson {i}.")
+    again = service.memory_recall(PERSON, RecallParams(repo="example/app", budget=20_000))
+    assert again.not_considered == [REPO, "global"]
+
+
+def test_a_rung_recall_weighed_whole_is_not_named(service: LessonService) -> None:
+    for i in range(25):
+        write(service, REPO, f"repo-{i}", f"Repository lesson number {i}.")
+    result = service.memory_recall(PERSON, RecallParams(repo="example/app", budget=20_000))
+    assert len(result.offered) + len(result.held) == 25
+    assert result.not_considered == []
+    assert "more lessons in" not in result.text

@@ -376,6 +376,11 @@ class RecallResult(Result):
     context: RecallContext
     offered: list[OfferedLesson]
     held: list[HeldLesson]
+    not_considered: list[str] = Field(
+        default_factory=list,
+        description="rungs holding more lessons than recall weighed (per rung, the best "
+        "matches for the task, the newest and the newest trusted); search them for more",
+    )
     tokens_used: int
     text: str = Field(description="the fenced block to put in an agent's context")
 

@@ -246,12 +246,18 @@ def _eligibility(
     return decided
 
 
-def render_fence(recall_id: str, offered: Sequence[LessonHead]) -> str:
-    """The text block for an agent's context: fenced, labelled, with provenance."""
+def render_fence(
+    recall_id: str, offered: Sequence[LessonHead], not_considered: Sequence[str] = ()
+) -> str:
+    """The text block for an agent's context: fenced, labelled, with provenance, and the
+    scopes that hold more lessons than recall weighed."""
     parts = [FENCE_OPEN.format(recall_id=recall_id), PREAMBLE, ""]
     for number, lesson in enumerate(offered, start=1):
         parts += [render_lesson(number, lesson), ""]
     if not offered:
         parts += ["(no lessons apply)", ""]
+    if not_considered:
+        scopes = ", ".join(not_considered)
+        parts += [f"(more lessons in {scopes} than were weighed for this task: search them)", ""]
     parts.append(FENCE_CLOSE)
     return "\n".join(parts)

@@ -4,6 +4,7 @@ task, the ones held back and why, and the per-scope policies that decide it."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -63,7 +64,7 @@ class RecallOperations(ServiceBase):
         terms = _task_terms(p.task)
         now = self._now()
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            candidates, records = self._candidates(tx, actor, rungs, terms)
+            candidates, records, not_considered = self._candidates(tx, actor, rungs, terms)
         blobs = self._blobs(candidates, p)
         selection = select(
             candidates, rungs, budget=budget, now=now, revision=p.revision, blobs=blobs
@@ -86,7 +87,7 @@ class RecallOperations(ServiceBase):
                     owner=actor.owner,
                     at=now,
                     actor=actor.principal,
-                    context=context.model_dump(),
+                    context=context.model_dump() | {"not_considered": not_considered},
                     offered=[_logged(d) for d in selection.offered],
                     held=[_logged(d) for d in selection.held],
                 )
@@ -114,14 +115,19 @@ class RecallOperations(ServiceBase):
                 )
                 for d in selection.held
             ],
+            not_considered=not_considered,
             tokens_used=selection.tokens_used,
-            text=render_fence(recall_id, [d.candidate.lesson for d in selection.offered]),
+            text=render_fence(
+                recall_id, [d.candidate.lesson for d in selection.offered], not_considered
+            ),
         )
 
     def _candidates(
         self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
-    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]]]:
-        """The candidates, and by lesson id the full record of each (decoded when offered)."""
+    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]], list[str]]:
+        """The candidates; by lesson id the full record of each (decoded when offered); and
+        the rungs holding lessons that are not among the candidates, which recall therefore
+        neither offers nor holds (it says so rather than pass over them in silence)."""
         rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {}
         bindings = tx.bindings_for(actor.principal)
         for rung, scope in enumerate(rungs):
@@ -133,11 +139,18 @@ class RecallOperations(ServiceBase):
             rungs_of[(owner, scope)] = (rung, policy)
         found: list[Candidate] = []
         records: dict[str, Callable[[], Lesson]] = {}
-        for row in tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG):
+        rows = tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG)
+        for row in rows:
             rung, policy = rungs_of[(row.owner, row.head.scope)]
             found.append(Candidate(row.head, row.value_digest, rung, row.score, policy))
             records[row.head.id] = row.record
-        return found, records
+        weighed = Counter((row.owner, row.head.scope) for row in rows)
+        not_considered = [
+            scope
+            for owner, scope in rungs_of
+            if tx.has_more_lessons(owner, scope, weighed[(owner, scope)])
+        ]
+        return found, records, not_considered
 
     def _blobs(self, candidates: list[Candidate], p: RecallParams) -> dict[str, str | None]:
         blobs: dict[str, str | None] = dict(p.blobs or {})

@@ -246,6 +246,10 @@ class Transaction(Protocol):
         matches), and per rung the ``limit`` newest and newest verified or corroborated; each
         with its relevance to the task (0 when it matched no word)."""
 
+    def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
+        """Whether ``scope`` holds more than ``than`` active, not rejected lessons (expired
+        ones counted, as recall's candidates are): a count that stops at ``than + 1``."""
+
     def insert_recall(self, record: RecallRecord) -> None: ...
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None: ...

@@ -318,6 +318,15 @@ FROM lorestore_search_hits(to_tsquery('english', %(match)s), %(owners)s::text[],
 JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score DESC, l.pk DESC;
 
+-- name: count_recall_lessons
+-- The active, not rejected lessons of a scope, counted up to a cap: whether recall's
+-- candidates left some of a rung unweighed, at the cost of at most cap rows.
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM lessons
+    WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
+    LIMIT %(cap)s
+) AS capped;
+
 -- name: recall_recent
 -- Recall candidates of one rung: the newest served (or expired) lessons.
 SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,

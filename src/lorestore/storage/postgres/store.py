@@ -372,6 +372,11 @@ class PostgresTransaction(PortablePrimitives):
     def insert_recall(self, record: RecallRecord) -> None:
         self._exec("insert_recall", recall_params(record))
 
+    def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
+        row = self._one("count_recall_lessons", {"owner": owner, "scope": scope, "cap": than + 1})
+        assert row is not None
+        return int(row["n"]) > than
+
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
         if not _is_uuid(recall_id):
             return None

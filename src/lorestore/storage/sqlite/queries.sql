@@ -349,6 +349,15 @@ FROM (
 JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score, hit.pk;
 
+-- name: count_recall_lessons
+-- The active, not rejected lessons of a scope, counted up to a cap: whether recall's
+-- candidates left some of a rung unweighed, at the cost of at most cap rows.
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM lessons
+    WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust <> 'rejected'
+    LIMIT :cap
+) AS capped;
+
 -- name: recall_recent
 -- Recall candidates of one rung: the newest served (or expired) lessons.
 SELECT *, 0.0 AS score,

@@ -391,6 +391,11 @@ class SQLiteTransaction(PortablePrimitives):
     def insert_recall(self, record: RecallRecord) -> None:
         self._conn.execute(Q["insert_recall"], recall_params(record))
 
+    def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
+        row = self._one("count_recall_lessons", {"owner": owner, "scope": scope, "cap": than + 1})
+        assert row is not None
+        return int(row["n"]) > than
+
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
         row = self._one("get_recall", {"recall_id": recall_id, "owners": dumps(list(owners))})
         return recall_from_row(row) if row else None
