@@ -6,6 +6,7 @@ its own audit event in the owner's chain, however the file falls into batches.""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,14 @@ from tests.conftest import dump_text
 from tests.portable import LOCAL, T0, header, import_lines, lesson, line
 
 from lorestore.core.normalise import value_digest
-from lorestore.models import AuditParams, NoParams, ReadParams, RejectParams, WriteParams
+from lorestore.models import (
+    AuditParams,
+    NoParams,
+    ReadParams,
+    RejectParams,
+    SearchParams,
+    WriteParams,
+)
 from lorestore.portable import importer
 from lorestore.service import LessonService
 from lorestore.storage.sqlite import SQLiteStore
@@ -176,3 +184,53 @@ def test_an_import_leaves_the_sqlite_connection_as_it_found_it(tmp_path: Path) -
         assert settings() == before
     finally:
         store.close()
+
+
+def _automerge(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        row = conn.execute("SELECT v FROM lessons_fts_config WHERE k = 'automerge'").fetchone()
+    return 4 if row is None else int(row[0])  # absent: FTS5's default, 4
+
+
+def test_an_import_defers_full_text_merging_and_merges_at_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "merge.db"
+    store = SQLiteStore(path)
+    try:
+        service = LessonService(store)
+        lines = [header()] + [
+            line(lesson(f"k{i}", f"lesson {i} about flaky postgres tests")) for i in range(60)
+        ]
+        with store.bulk_load():  # an import running, and another one inside it
+            assert _automerge(path) == 4  # nothing inserted yet: the file is as it was
+            assert import_lines(service, lines).lessons.added == 60
+            assert _automerge(path) == 0  # off from the first insert (the setting is in the file)
+        assert _automerge(path) == 4
+        with sqlite3.connect(path) as conn:  # the index is whole: FTS5's own check, and a search
+            conn.execute("INSERT INTO lessons_fts (lessons_fts) VALUES ('integrity-check')")
+        hits = service.memory_search(LOCAL, SearchParams(query="postgres", scopes=[S], limit=100))
+        assert len(hits.hits) == 60
+    finally:
+        store.close()
+
+
+def test_an_import_that_lands_nothing_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "same.db")
+    try:
+        service = LessonService(store)
+        lines = [header(), line(lesson("k", "Pin the resolver version"))]
+        assert import_lines(service, lines).lessons.added == 1
+        before = dump_text(store)
+        assert import_lines(service, lines).lessons.unchanged == 1
+        assert dump_text(store) == before
+    finally:
+        store.close()
+
+
+def test_a_store_turns_full_text_merging_back_on_after_an_import_died(tmp_path: Path) -> None:
+    path = tmp_path / "died.db"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as conn:  # what an import killed mid-way leaves behind
+        conn.execute("INSERT INTO lessons_fts (lessons_fts, rank) VALUES ('automerge', 0)")
+    assert _automerge(path) == 0
+    SQLiteStore(path).close()
+    assert _automerge(path) == 4

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import sys
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,3 +78,22 @@ def test_normalisation_is_idempotent(text: str) -> None:
     once = normalise_value(text)
     assert normalise_value(once) == once
     assert value_digest(text) == value_digest(once)
+
+
+def test_control_characters_are_unicode_category_cc_exactly() -> None:
+    from lorestore.core.validation import _has_control
+
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        assert _has_control(f"a{char}b") == (unicodedata.category(char) == "Cc"), hex(point)
+
+
+def test_whitespace_collapses_on_exactly_the_characters_of_regex_s() -> None:
+    # normalise_value collapses with str.split(); the digests of stored values were made
+    # with re.sub(r"\s+", " ", ...).strip(): both must agree on every character.
+    spaces = re.compile(r"\s+")
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        text = f" a{char}{char}b{char}"
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        assert normalise_value(text) == spaces.sub(" ", folded).strip(), hex(point)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from datetime import datetime, timedelta
 
 from lorestore.core.errors import LorestoreError
@@ -15,8 +15,12 @@ MIN_TTL_DAYS = 1
 MAX_TTL_DAYS = 365
 
 
+# Unicode's control characters (category Cc) are exactly these two ranges.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _has_control(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" for ch in text)
+    return _CONTROL.search(text) is not None
 
 
 def validate_key(key: str) -> str:

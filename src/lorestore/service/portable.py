@@ -9,6 +9,7 @@ through flat memory. Import validates every record, applies them a batch per tra
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from functools import partial
 from typing import Any
 
@@ -47,7 +48,8 @@ class PortableOperations(ImportOperations):
         self._require(actor, "write")
         context = ImportContext(actor, p.format, p.dry_run)
         run = ImportRun(p.format, p.dry_run, partial(self._import_batch, context), on_problem)
-        with self.store.bulk_load():
+        # A dry run keeps nothing it writes: nothing to tune, and the file stays as it was.
+        with nullcontext() if p.dry_run else self.store.bulk_load():
             return run.run(incoming)
 
     def _export_pages(

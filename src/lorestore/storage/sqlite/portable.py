@@ -37,6 +37,36 @@ Q = load_queries("lorestore.storage.sqlite", "queries.sql")
 # size; both go back to what they were when the import ends.
 BULK_CACHE_KIB = 16 * 1024
 BULK_CHECKPOINT_PAGES = 16_000
+# FTS5 merges its index segments as it goes ("automerge", 4 segments a level by default):
+# during an import that is a fifth of the cost of each lesson, and work the next batch
+# redoes. An import that inserts lessons turns it off (in the transaction of its first
+# insert, so an import that lands nothing leaves the file as it was) and, when it ends,
+# turns it back on and merges what waits, a few hundred pages a transaction. The setting
+# lives in the database file, so a store that finds it off at open (an import that died)
+# turns it back on.
+FTS_AUTOMERGE = 4
+FTS_MERGE_PAGES = 500
+
+
+def set_fts_automerge(conn: sqlite3.Connection, segments: int) -> None:
+    conn.execute("INSERT INTO lessons_fts (lessons_fts, rank) VALUES ('automerge', ?)", (segments,))
+
+
+def fts_automerge(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT v FROM lessons_fts_config WHERE k = 'automerge'").fetchone()
+    return FTS_AUTOMERGE if row is None else int(row[0])
+
+
+def merge_fts(conn: sqlite3.Connection) -> None:
+    """Merge the segments an import left, as automerge would have: each ``merge`` is its own
+    short transaction, and one that wrote (almost) nothing means nothing is left to merge."""
+    while True:
+        before = conn.total_changes
+        conn.execute(
+            "INSERT INTO lessons_fts (lessons_fts, rank) VALUES ('merge', ?)", (FTS_MERGE_PAGES,)
+        )
+        if conn.total_changes - before < 2:
+            return
 
 
 class BulkLoad:
@@ -49,6 +79,14 @@ class BulkLoad:
         self._lock = lock
         self._depth = 0
         self._saved: tuple[int, int] = (0, 0)
+        self._merging_deferred = False
+
+    def defer_fts_merging(self) -> None:
+        """Called before lessons are inserted in bulk: during an import, from the first such
+        insert on, leave FTS5's segments unmerged until the import ends."""
+        if self._depth and not self._merging_deferred:
+            set_fts_automerge(self._conn, 0)
+            self._merging_deferred = True
 
     @contextmanager
     def session(self) -> Iterator[None]:
@@ -65,6 +103,10 @@ class BulkLoad:
             with self._lock:
                 self._depth -= 1
                 if self._depth == 0:
+                    if self._merging_deferred:
+                        self._merging_deferred = False
+                        set_fts_automerge(self._conn, FTS_AUTOMERGE)
+                        merge_fts(self._conn)
                     self._set(*self._saved)
                     self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
@@ -78,6 +120,7 @@ class PortablePrimitives:
     """Mixed into the SQLite transaction; uses its open connection."""
 
     _conn: sqlite3.Connection
+    _bulk: BulkLoad | None
 
     def export_lessons(
         self, owners: Sequence[str], after_id: str | None, limit: int
@@ -104,6 +147,8 @@ class PortablePrimitives:
     def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
         if not lessons:
             return []
+        if self._bulk is not None:
+            self._bulk.defer_fts_merging()
         self._conn.execute(Q["create_import_stage"])
         self._conn.executemany(Q["stage_lesson"], (lesson_params(*lesson) for lesson in lessons))
         landed = {r["id"]: int(r["pk"]) for r in self._conn.execute(Q["import_staged_lessons"])}

@@ -53,7 +53,13 @@ from lorestore.storage.rows import (
     version_from_row,
     version_params,
 )
-from lorestore.storage.sqlite.portable import BulkLoad, PortablePrimitives
+from lorestore.storage.sqlite.portable import (
+    FTS_AUTOMERGE,
+    BulkLoad,
+    PortablePrimitives,
+    fts_automerge,
+    set_fts_automerge,
+)
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
 BUSY_TIMEOUT_MS = 30_000
@@ -89,8 +95,9 @@ def _stored(row: sqlite3.Row) -> StoredLesson:
 class SQLiteTransaction(PortablePrimitives):
     """The Transaction primitives over one open SQLite transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, bulk: BulkLoad | None = None) -> None:
         self._conn = conn
+        self._bulk = bulk
 
     def _one(self, name: str, params: Any) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self._conn.execute(Q[name], params).fetchone()
@@ -429,6 +436,8 @@ class SQLiteStore:
         # A hard delete must erase content from the file, not just unlink its pages.
         self._conn.execute("PRAGMA secure_delete = ON")
         self.applied = self._migrate()
+        if fts_automerge(self._conn) != FTS_AUTOMERGE:  # an import died before turning it on
+            set_fts_automerge(self._conn, FTS_AUTOMERGE)
         self._conn.execute(Q["lesson_docs"])
         self._registered: set[str] = set()
         self._bulk = BulkLoad(self._conn, self._lock)
@@ -486,7 +495,7 @@ class SQLiteStore:
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                tx = SQLiteTransaction(self._conn)
+                tx = SQLiteTransaction(self._conn, self._bulk)
                 register = write and actor is not None and actor not in self._registered
                 if register:
                     tx.ensure_principal(str(actor), format_ts(datetime.now(UTC)))
