@@ -31,10 +31,10 @@ from lorestore.storage.rows import (
 )
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
-# While an import runs: a page cache big enough for the indexes an import touches at random
-# (the default is 2 MiB), and a checkpoint every 16,000 WAL pages (64 MiB of log at 4 KiB)
-# instead of after every commit of more than 1,000. Both are bounded, whatever the file's
-# size; both go back to what they were when the import ends.
+# While an import runs: a page cache of at least 16 MiB for the indexes an import touches at
+# random (the store's own is 32 MiB; SQLite's default 2 MiB), and a checkpoint every 16,000
+# WAL pages (64 MiB of log at 4 KiB) instead of after every commit of more than 1,000. Both
+# are bounded, whatever the file's size; both go back to what they were when the import ends.
 BULK_CACHE_KIB = 16 * 1024
 BULK_CHECKPOINT_PAGES = 16_000
 # FTS5 merges its index segments as it goes ("automerge", 4 segments a level by default):
@@ -95,7 +95,8 @@ class BulkLoad:
                 cache = int(self._conn.execute("PRAGMA cache_size").fetchone()[0])
                 pages = int(self._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
                 self._saved = (cache, pages)
-                self._set(-BULK_CACHE_KIB, BULK_CHECKPOINT_PAGES)
+                # A negative cache_size is KiB; never make the store's own cache smaller.
+                self._set(min(cache, -BULK_CACHE_KIB), BULK_CHECKPOINT_PAGES)
             self._depth += 1
         try:
             yield

@@ -63,6 +63,7 @@ from lorestore.storage.sqlite.portable import (
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
 BUSY_TIMEOUT_MS = 30_000
+CACHE_KIB = 32 * 1024
 _MIGRATIONS_PACKAGE = "lorestore.storage.sqlite.migrations"
 
 _MIGRATIONS_TABLE = """
@@ -432,6 +433,10 @@ class SQLiteStore:
         self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
+        # Up to 32 MiB of page cache (SQLite's default is 2 MiB): the indexes that recall,
+        # search and list walk at 100k lessons do not fit in 2 MiB. Memory is taken as pages
+        # are read, per open store.
+        self._conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self._conn.execute("PRAGMA foreign_keys = ON")
         # A hard delete must erase content from the file, not just unlink its pages.
         self._conn.execute("PRAGMA secure_delete = ON")
