@@ -23,22 +23,22 @@ from corpus import Corpus
 from lorestore.auth.actor import local_actor
 from lorestore.core.records import Lesson
 from lorestore.models import ListParams
+from lorestore.operations import BY_NAME
 from lorestore.service import LessonService
 from lorestore.storage.rows import lesson_from_row
 from lorestore.storage.sqlite import SQLiteStore
 from lorestore.storage.sqlite.store import Q
 from lorestore.transports.mcp.server import call_tool, local_invoker, tool_definitions
 
-RANKED = (
+BM25_ORDERED = (
     Q["search"]
-    .replace(
-        "WHERE lessons_fts MATCH :match",
-        "WHERE lessons_fts MATCH :match AND rank MATCH 'bm25(4.0, 1.0, 2.0)'",
-    )
-    .replace("ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)", "ORDER BY rank")
+    .replace(" AND rank MATCH 'bm25(4.0, 1.0, 2.0)'", "")
+    .replace("ORDER BY rank", "ORDER BY bm25(lessons_fts, 4.0, 1.0, 2.0)")
 )
 NO_SNIPPET = Q["search"].replace("snippet(lessons_fts, 1, '[', ']', '…', 16)", "''")
-assert "rank MATCH" in RANKED and "ORDER BY rank" in RANKED, "the search query changed shape"
+assert "rank MATCH" not in BM25_ORDERED and "ORDER BY bm25" in BM25_ORDERED, (
+    "the search query changed shape"
+)
 assert Q["search"] != NO_SNIPPET, "the search query changed shape"
 
 
@@ -76,9 +76,9 @@ def search_sql(conn: sqlite3.Connection, queries: list[str]) -> None:
     print(f"matching documents per query: median {matches[len(matches) // 2]}, "
           f"p95 {matches[int(len(matches) * 0.95)]}")  # fmt: skip
     shapes = {
-        "as shipped (ORDER BY bm25(...), snippet)": Q["search"],
+        "as shipped (ORDER BY rank, snippet)": Q["search"],
         "same without snippet()": NO_SNIPPET,
-        "AND rank MATCH 'bm25(4,1,2)' ORDER BY rank": RANKED,
+        "ORDER BY bm25(...), the floor's way": BM25_ORDERED,
     }
     hits = {}
     for label, sql in shapes.items():
@@ -94,21 +94,21 @@ def search_sql(conn: sqlite3.Connection, queries: list[str]) -> None:
 
 
 def row_decoding(conn: sqlite3.Connection) -> None:
-    print(f"\n== memory_list's 51 rows ({LIST_SCOPE}, limit 50 + 1): fetch vs decode")
+    print(f"\n== memory_list's rows ({LIST_SCOPE}: 50 and the look-ahead): fetch vs decode 50")
     p = sql_params(scope=LIST_SCOPE, limit=51)
     rows = conn.execute(Q["list_lessons"], p).fetchall()
     n = list(range(200))
     fetch = percentiles(lambda _: conn.execute(Q["list_lessons"], p).fetchall(), n)
-    decode = percentiles(lambda _: [_decode(r) for r in rows], n)
+    decode = percentiles(lambda _: [_decode(r) for r in rows[:50]], n)
     print(f"  fetch 51 rows (sqlite3.Row)     {fetch}")
-    print(f"  decode 51 rows into Lessons     {decode}")
+    print(f"  decode 50 rows into Lessons     {decode}")
 
 
 def _decode(row: sqlite3.Row) -> Lesson:
     """A row as the store decodes it: a JSON record built in SQL (the lesson_docs view), or
     the columns one by one (before that view existed)."""
     if "doc" in row.keys():  # noqa: SIM118 - sqlite3.Row iterates values, not names
-        return Lesson.model_validate_json(row["doc"])
+        return Lesson.__pydantic_validator__.validate_json(row["doc"])  # as the store does
     return lesson_from_row(row)
 
 
@@ -151,10 +151,12 @@ def schema_check(service: LessonService, queries: list[str]) -> None:
         wire = len(result.model_dump_json(by_alias=True, exclude_none=True)) / 1024
         text = len(result.content[0].text) / 1024
         print(f"  {name}: {wire:.1f} KiB on the wire (text copy {text:.1f} KiB + structured copy)")
+        own = BY_NAME[name].result.model_json_schema(mode="serialization")
         forms = {
-            "as declared ($ref, anyOf)": declared,
-            "refs inlined": _inline(declared),
-            "inlined, nullable as type lists": _nullable(_inline(declared)),
+            "pydantic's own ($ref, anyOf)": own,
+            "refs inlined": _inline(own),
+            "inlined, nullable as type lists": _nullable(_inline(own)),
+            "as declared (the tool's schema)": declared,
         }
         for label, schema in forms.items():
             v = validators.validator_for(schema)(schema)
