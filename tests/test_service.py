@@ -364,3 +364,54 @@ def test_bad_input_never_changes_state(service: LessonService, store) -> None:  
         with pytest.raises(LorestoreError):
             service.memory_write(local_actor(session="s"), WriteParams(**kwargs))  # type: ignore[arg-type]
     assert dump_text(store) == before
+
+
+def test_sqlite_records_built_in_sql_equal_the_rows_they_come_from(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The read paths decode a JSON record that SQL builds (the lesson_docs view), in a short
+    # form for the common lesson (optional fields left to the model's defaults) and a full
+    # one otherwise; both must give exactly the record the row holds, column by column.
+    from tests.portable import import_lines, lesson, line
+
+    from lorestore.models import VerifyParams
+    from lorestore.storage.rows import lesson_from_row
+    from lorestore.storage.sqlite.store import Q, _stored_doc
+
+    store = SQLiteStore(tmp_path / "docs.db")
+    service = LessonService(store)
+    person = local_actor(session="s1")
+    write(service, "A plain lesson.", key="plain")
+    write(service, "A plain lesson.", key="plain", session="s2")  # seen twice
+    write(service, "Expires.", key="ttl", ttl_days=3)
+    write(
+        service, "Holds for a while.", key="window", valid_from="2026-01-01", valid_to="2027-01-01"
+    )
+    write(
+        service,
+        "Depends on a file.",
+        key="deps",
+        depends_on=[{"path": "Makefile", "blob": "a" * 40}],
+    )
+    write(service, "A signal.", key="signal", kind="signal", tags=["ci"])
+    write(service, "Reviewed.", key="verified")
+    service.memory_verify(person, VerifyParams(scope=S, key="verified", note="checked"))
+    write(service, "A new value, proposed.", key="verified")
+    write(service, "Archived.", key="archived")
+    service.memory_archive(person, ChangeParams(scope=S, key="archived"))
+    import_lines(service, [line(lesson("ext", "With extension fields", x_tool={"n": 1}))])
+    try:
+        with store.transaction(write=False) as tx:
+            conn = tx._conn
+            table = {r["pk"]: lesson_from_row(r) for r in conn.execute("SELECT * FROM lessons")}
+            rows = conn.execute(
+                "SELECT pk, value_digest, pending_version, doc FROM lesson_docs"
+            ).fetchall()
+        decoded = {r["pk"]: _stored_doc(r).lesson for r in rows}
+        short_forms = [r["pk"] for r in rows if '"valid_from"' not in r["doc"]]
+        assert len(table) == 8 and "lesson_docs" in Q["lesson_docs"]
+        assert 0 < len(short_forms) < len(rows)  # both forms of the record are exercised
+        assert decoded == table
+        assert {pk: d.model_dump() for pk, d in decoded.items()} == {
+            pk: t.model_dump() for pk, t in table.items()
+        }
+    finally:
+        store.close()

@@ -2,11 +2,25 @@
 -- Each lesson with its record as JSON built by SQLite, which pydantic validates without
 -- Python in between: the read paths' hot loop (a temporary view, defined per connection).
 -- json() re-parses a column, so the usual empty values are written without it, and
--- pending_revision is 0 or 1 (which pydantic reads as a bool).
+-- pending_revision is 0 or 1 (which pydantic reads as a bool). Most lessons have no
+-- validity window, expiry, archive time, review, dependencies, extension fields or pending
+-- proposal and are of kind 'lesson': their record leaves those fields out, and the model's
+-- defaults (the same values) fill them, which is cheaper to build and to validate.
 CREATE TEMP VIEW IF NOT EXISTS lesson_docs AS
 SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value_digest,
     pending_version,
-    json_object(
+    CASE WHEN valid_from IS NULL AND valid_to IS NULL AND archived_at IS NULL
+              AND expires_at IS NULL AND review IS NULL AND depends_on = '[]' AND ext = '{}'
+              AND pending_version IS NULL AND kind = 'lesson'
+    THEN json_object(
+        'id', id, 'scope', scope, 'key', key, 'value', value, 'tags', json(tags),
+        'owner', json_object(substr(owner, 1, instr(owner, ':') - 1),
+                             substr(owner, instr(owner, ':') + 1)),
+        'trust', trust, 'status', status, 'version', version, 'seen_count', seen_count,
+        'recorded_at', recorded_at, 'created_at', created_at, 'updated_at', updated_at,
+        'source', json(source)
+    )
+    ELSE json_object(
         'id', id, 'scope', scope, 'key', key, 'value', value, 'tags', json(tags),
         'kind', kind,
         'owner', json_object(substr(owner, 1, instr(owner, ':') - 1),
@@ -19,7 +33,7 @@ SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value
         'review', json(review),
         'ext', CASE ext WHEN '{}' THEN json_object() ELSE json(ext) END,
         'pending_revision', pending_version IS NOT NULL
-    ) AS doc
+    ) END AS doc
 FROM lessons;
 
 -- name: lesson_at
