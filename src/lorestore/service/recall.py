@@ -104,8 +104,10 @@ class RecallOperations(ServiceBase):
                 )
                 for d in selection.offered
             ],
+            # Built without validation (model_construct): the fields come from stored
+            # records of these types, and a recall holds a hundred or more lessons.
             held=[
-                HeldLesson(
+                HeldLesson.model_construct(
                     lesson_id=d.candidate.lesson.id,
                     scope=d.candidate.lesson.scope,
                     key=d.candidate.lesson.key,
@@ -128,15 +130,22 @@ class RecallOperations(ServiceBase):
         """The candidates; by lesson id the full record of each (decoded when offered); and
         the rungs holding lessons that are not among the candidates, which recall therefore
         neither offers nor holds (it says so rather than pass over them in silence)."""
-        rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {}
         bindings = tx.bindings_for(actor.principal)
+        owned: list[tuple[int, str, str]] = []
         for rung, scope in enumerate(rungs):
             try:
                 owner = self._owner_for(tx, actor, scope, write=False, bindings=bindings)
             except LorestoreError:
                 continue  # a rung the actor may not read (another org's territory) adds nothing
-            policy, _ = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
-            rungs_of[(owner, scope)] = (rung, policy)
+            owned.append((rung, owner, scope))
+        policies: dict[str, list[PolicyRow]] = {}  # one read per owner, for all its rungs
+        for owner in dict.fromkeys(owner for _, owner, _ in owned):
+            scopes = [scope for _, o, scope in owned if o == owner]
+            policies[owner] = tx.scope_policies(owner, [*scopes, OWNER_DEFAULT])
+        rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {
+            (owner, scope): (rung, _policy(policies[owner], scope)[0])
+            for rung, owner, scope in owned
+        }
         found: list[Candidate] = []
         records: dict[str, Callable[[], Lesson]] = {}
         rows = tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG)
