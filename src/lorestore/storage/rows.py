@@ -17,8 +17,10 @@ from typing import Any, Protocol
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import AuditEvent, Dependency, Lesson, LessonVersion, format_ts
 from lorestore.storage.protocol import (
+    ForeignRecord,
     Invite,
     Membership,
+    PolicyRecord,
     PolicyRow,
     RecallRecord,
     RecallRow,
@@ -211,6 +213,30 @@ def token_from_row(row: RowLike) -> TokenRecord:
 
 
 # Parameters of the inserts both backends share (each backend's SQL casts what it must).
+
+
+def policy_record_params(policy: PolicyRecord) -> dict[str, Any]:
+    return {
+        "owner": policy.owner,
+        "scope": policy.policy.scope,
+        "revision_policy": policy.policy.revision_policy,
+        "require_review": int(policy.policy.require_review),
+        "updated_at": policy.updated_at,
+        "updated_by": policy.updated_by,
+        "ext": dumps(policy.ext),
+    }
+
+
+def foreign_params(record: ForeignRecord) -> dict[str, Any]:
+    return {
+        "owner": record.owner,
+        "digest": record.digest,
+        "type": record.type,
+        "scope": record.scope,
+        "record": dumps(record.record),
+        "imported_at": record.imported_at,
+        "imported_by": record.imported_by,
+    }
 
 
 def tombstone_params(tombstone: Tombstone) -> dict[str, Any]:

@@ -21,9 +21,11 @@ from lorestore.storage.protocol import (
 from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import (
     dumps,
+    foreign_params,
     json_value,
     lesson_from_row,
     lesson_params,
+    policy_record_params,
     tombstone_from_row,
     tombstone_params,
     version_from_row,
@@ -215,28 +217,10 @@ class PortablePrimitives:
         ]
 
     def import_policy(self, policy: PolicyRecord) -> bool:
-        params = {
-            "owner": policy.owner,
-            "scope": policy.policy.scope,
-            "revision_policy": policy.policy.revision_policy,
-            "require_review": int(policy.policy.require_review),
-            "updated_at": policy.updated_at,
-            "updated_by": policy.updated_by,
-            "ext": dumps(policy.ext),
-        }
-        return self._conn.execute(Q["import_policy"], params).rowcount == 1
+        return self._conn.execute(Q["import_policy"], policy_record_params(policy)).rowcount == 1
 
     def import_foreign(self, record: ForeignRecord) -> bool:
-        params = {
-            "owner": record.owner,
-            "digest": record.digest,
-            "type": record.type,
-            "scope": record.scope,
-            "record": dumps(record.record),
-            "imported_at": record.imported_at,
-            "imported_by": record.imported_by,
-        }
-        return self._conn.execute(Q["import_foreign"], params).rowcount == 1
+        return self._conn.execute(Q["import_foreign"], foreign_params(record)).rowcount == 1
 
     def export_foreign(
         self, owners: Sequence[str], after: tuple[str, str] | None, limit: int
