@@ -112,30 +112,6 @@ def _decode(row: sqlite3.Row) -> Lesson:
     return lesson_from_row(row)
 
 
-def _inline(schema: dict[str, Any]) -> dict[str, Any]:
-    defs = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: walk(v) for k, v in node.items() if k != "$defs"}
-        return [walk(x) for x in node] if isinstance(node, list) else node
-
-    return walk(schema)
-
-
-def _nullable(node: Any) -> Any:
-    if isinstance(node, dict):
-        node = {k: _nullable(v) for k, v in node.items()}
-        options = node.get("anyOf")
-        if options and all(set(o) == {"type"} for o in options):
-            node.pop("anyOf")
-            node["type"] = [o["type"] for o in options]
-        return node
-    return [_nullable(x) for x in node] if isinstance(node, list) else node
-
-
 def schema_check(service: LessonService, queries: list[str]) -> None:
     print("\n== the SDK client's output-schema check of one result (jsonschema), by schema form")
     actor = local_actor(session="explain")
@@ -154,9 +130,7 @@ def schema_check(service: LessonService, queries: list[str]) -> None:
         own = BY_NAME[name].result.model_json_schema(mode="serialization")
         forms = {
             "pydantic's own ($ref, anyOf)": own,
-            "refs inlined": _inline(own),
-            "inlined, nullable as type lists": _nullable(_inline(own)),
-            "as declared (the tool's schema)": declared,
+            "as declared (inlined, type lists)": declared,
         }
         for label, schema in forms.items():
             v = validators.validator_for(schema)(schema)

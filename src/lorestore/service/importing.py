@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.core.audit import GENESIS, chain_hash
+from lorestore.core.audit import CHAINED_FIELDS, GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.portable import lorekit
@@ -47,16 +47,6 @@ from lorestore.storage.protocol import (
 # LoreKit lessons carry no id; theirs is derived from the owner and address, so that the
 # same tree imported twice finds what the first import added.
 LOREKIT_IDS = uuid.UUID("6f1c2d4e-8a57-5b0e-9c3f-2e7d41a9b8c6")
-_EVENT_FIELDS = (
-    "scope",
-    "key",
-    "lesson_id",
-    "before_version",
-    "after_version",
-    "before_digest",
-    "after_digest",
-    "reason",
-)
 
 
 @dataclass
@@ -200,7 +190,7 @@ class ImportOperations(ServiceBase):
         detail |= fields.pop("detail", {})
         if context.actor.session:
             detail["session"] = context.actor.session
-        event: dict[str, Any] = dict.fromkeys(_EVENT_FIELDS)
+        event: dict[str, Any] = dict.fromkeys(CHAINED_FIELDS)  # every field the chain covers
         event |= {"owner": owner, "at": batch.now, "actor": context.actor.principal}
         return event | {"action": action, "detail": detail} | fields
 

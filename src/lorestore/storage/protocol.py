@@ -270,13 +270,8 @@ class Transaction(Protocol):
     def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
         """Every version of each of these lessons, oldest first, by the lesson's pk."""
 
-    def import_lesson(
-        self, lesson: Lesson, value_digest: str, pending_version: int | None
-    ) -> int | None:
-        """Insert a lesson under its own id; None when its id or address is taken."""
-
     def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
-        """``import_lesson`` for many (lesson, value digest, pending version) at once, in
+        """Insert lessons (lesson, value digest, pending version) under their own ids, in
         order: each one's pk, or None when its id or address is taken (by the store or by
         an earlier one of these). The ids must be distinct."""
 

@@ -8,7 +8,7 @@ the records (and every surface's output) are identical whichever backend served 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from operator import itemgetter
@@ -326,6 +326,27 @@ _RECALL_HEAD = (
     "value_digest",
     "score",
 )
+
+
+def gather_recall(
+    fetch: Callable[[str, dict[str, Any]], Sequence[RowLike]],
+    addresses: Sequence[tuple[str, str]],
+    text_params: dict[str, Any] | None,
+    limit: int,
+) -> list[RecallRow]:
+    """Recall's candidates on either store (``fetch`` runs one of its named queries): the
+    full-text matches over all rungs (when the task has words: ``text_params``), then per
+    rung the newest and the newest trusted lessons, each lesson once."""
+    found: dict[str, RecallRow] = {}
+    if text_params is not None and addresses:
+        for hit in recall_rows(fetch("recall_by_text", text_params)):
+            found[hit.head.id] = hit
+    for owner, scope in addresses:
+        rung = {"owner": owner, "scope": scope, "limit": limit}
+        for name in ("recall_recent", "recall_trusted"):
+            for hit in recall_rows(fetch(name, rung)):
+                found.setdefault(hit.head.id, hit)
+    return list(found.values())
 
 
 def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:

@@ -60,17 +60,14 @@ class PortablePrimitives:
             found[row["lesson_pk"]].append(version_from_row(row, str(row["lesson_id"])))
         return found
 
-    def import_lesson(
-        self, lesson: Lesson, value_digest: str, pending_version: int | None
-    ) -> int | None:
-        params = lesson_params(lesson, value_digest, pending_version)
-        row = self._conn.execute(Q["import_lesson"], params).fetchone()
-        return None if row is None else int(row["pk"])
-
     def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
         # One statement per lesson: PostgreSQL is not the bulk-load target the SQLite store
         # is, and each insert still skips a taken id or address on its own.
-        return [self.import_lesson(*lesson) for lesson in lessons]
+        pks: list[int | None] = []
+        for lesson in lessons:
+            row = self._conn.execute(Q["import_lesson"], lesson_params(*lesson)).fetchone()
+            pks.append(None if row is None else int(row["pk"]))
+        return pks
 
     def insert_versions(self, versions: Sequence[tuple[int, LessonVersion]]) -> None:
         if versions:

@@ -140,13 +140,6 @@ class PortablePrimitives:
             found[row["lesson_pk"]].append(version_from_row(row, row["lesson_id"]))
         return found
 
-    def import_lesson(
-        self, lesson: Lesson, value_digest: str, pending_version: int | None
-    ) -> int | None:
-        params = lesson_params(lesson, value_digest, pending_version)
-        row = self._conn.execute(Q["import_lesson"], params).fetchone()
-        return None if row is None else int(row["pk"])
-
     def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
         if not lessons:
             return []

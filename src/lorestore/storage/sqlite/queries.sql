@@ -431,17 +431,6 @@ FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
 WHERE v.lesson_pk IN (SELECT value FROM json_each(:pks))
 ORDER BY v.lesson_pk, v.version;
 
--- name: import_lesson
--- Add an imported lesson under its own id; nothing when its id or address is taken.
-INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
-    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
-    archived_at, expires_at, source, depends_on, review, ext, pending_version)
-VALUES (:id, :owner, :scope, :key, :value, :value_digest, :tags, :kind, :trust, :status,
-    :version, :seen_count, :valid_from, :valid_to, :recorded_at, :created_at, :updated_at,
-    :archived_at, :expires_at, :source, :depends_on, :review, :ext, :pending_version)
-ON CONFLICT DO NOTHING
-RETURNING pk;
-
 -- name: create_import_stage
 -- A per-connection scratch table: a batch of imported lessons is bound into it row by row,
 -- then lands in one INSERT ... SELECT (far cheaper per row than one INSERT each, whose

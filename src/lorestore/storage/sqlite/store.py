@@ -38,6 +38,7 @@ from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
     dumps,
+    gather_recall,
     invite_params,
     lesson_from_row,
     lesson_params,
@@ -45,7 +46,6 @@ from lorestore.storage.rows import (
     policy_params,
     recall_from_row,
     recall_params,
-    recall_rows,
     token_from_row,
     token_params,
     tombstone_from_row,
@@ -380,21 +380,14 @@ class SQLiteTransaction(PortablePrimitives):
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
     ) -> list[RecallRow]:
-        found: dict[str, RecallRow] = {}
-        if terms and addresses:
-            params = {
+        text = None
+        if terms:
+            text = {
                 "match": fts5_expression(list(terms)),
                 "addresses": dumps([[owner, scope] for owner, scope in addresses]),
                 "limit": limit * len(addresses),
             }
-            for hit in recall_rows(self._all("recall_by_text", params)):
-                found[hit.head.id] = hit
-        for owner, scope in addresses:
-            rung = {"owner": owner, "scope": scope, "limit": limit}
-            for name in ("recall_recent", "recall_trusted"):
-                for hit in recall_rows(self._all(name, rung)):
-                    found.setdefault(hit.head.id, hit)
-        return list(found.values())
+        return gather_recall(self._all, addresses, text, limit)
 
     def insert_recall(self, record: RecallRecord) -> None:
         self._conn.execute(Q["insert_recall"], recall_params(record))
