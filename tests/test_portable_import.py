@@ -242,3 +242,32 @@ def test_conflicting_records_keep_the_store_and_say_so(service: LessonService) -
     assert _read(service, "k") == "the store's lesson"
     history = service.memory_history(LOCAL, Address(scope=S, key="k"))
     assert [v.value for v in history.versions] == ["the store's lesson"]
+
+
+def test_times_before_the_year_1000_keep_their_iso_form(service: LessonService) -> None:
+    # Stored times are text compared as text: year 1 must be written 0001, or it sorts after
+    # 2026, reads back as a time no parser accepts, and its export cannot be imported.
+    service.memory_write(
+        LOCAL,
+        WriteParams(
+            scope=S,
+            key="ancient",
+            value="Held in the first millennium",
+            valid_from="0001-01-01T00:00:00Z",
+            valid_to="0999-12-31",
+        ),
+    )
+    stored = service.memory_read(LOCAL, ReadParams(scope=S, key="ancient")).lesson
+    assert (stored.valid_from, stored.valid_to) == (
+        "0001-01-01T00:00:00.000000Z",
+        "0999-12-31T00:00:00.000000Z",
+    )
+    held = service.memory_read(LOCAL, ReadParams(scope=S, key="ancient", valid_at="0500-06-01"))
+    assert held.lesson.version == 1  # the positive control: inside the window
+    with pytest.raises(LorestoreError) as outside:
+        service.memory_read(LOCAL, ReadParams(scope=S, key="ancient", valid_at="1000-01-02"))
+    assert outside.value.code == "not_found"
+    lines = export_lines(service)
+    assert b'"valid_from":"0001-01-01T00:00:00.000000Z"' in lines[1]
+    again = import_lines(service, lines)
+    assert (again.invalid, again.lessons.unchanged) == (0, 1)

@@ -19,12 +19,12 @@ LessonKind = Literal["lesson", "signal", "bus"]
 VersionState = Literal["accepted", "proposed", "superseded", "rejected"]
 TRUST_STATES: tuple[Trust, ...] = ("candidate", "corroborated", "verified", "disputed", "rejected")
 
-_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
 
 def format_ts(moment: datetime) -> str:
-    """The canonical text of an aware datetime, in UTC."""
-    return moment.astimezone(UTC).strftime(_TS_FORMAT)
+    """The canonical text of an aware datetime, in UTC: ``2026-11-30T12:00:00.000000Z``.
+    ``isoformat`` pads the year to four digits (``strftime("%Y")`` writes year 1 as ``1``,
+    which is not ISO 8601 and sorts after 2026) and is twice as fast."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_ts(text: str, *, field: str = "time") -> datetime:

@@ -87,8 +87,7 @@ def ms(text: str | None) -> str | None:
     """A time as LoreKit writes it: ISO 8601, milliseconds, Z."""
     if text is None:
         return None
-    moment = parse_ts(text).astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return parse_ts(text).astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def _json(value: Any) -> str:
