@@ -137,6 +137,10 @@ def test_files_policy_in_a_real_repository(store: Store, clock, git_repo: Path) 
     # A remote client supplies the blobs itself instead of a working directory.
     supplied = recall(service, blobs={"tests/conftest.py": blob})
     assert offered(supplied) == ["test-db"]
+    # Neither supplied nor computable (no working directory): unknown, not "changed".
+    assert held(recall(service)) == {"test-db": ["file_unknown:tests/conftest.py"]}
+    gone = recall(service, blobs={"tests/conftest.py": None})  # the client has no such file
+    assert held(gone) == {"test-db": ["file_changed:tests/conftest.py"]}
 
 
 def test_ladder_shadowing_and_dedup(service: LessonService) -> None:
@@ -168,6 +172,31 @@ def test_rank_and_budget(service: LessonService) -> None:
     assert len(offered(result)) + len(over) == 9 and over
     roomy = recall(service, budget=5000)
     assert len(offered(roomy)) == 9 and roomy.held == []
+
+
+def test_a_lesson_too_long_for_what_is_left_does_not_starve_shorter_ones(
+    service: LessonService,
+) -> None:
+    write(service, REPO, "small-1", "Run make lint first.")
+    write(service, REPO, "small-2", "Use the staging database.")
+    write(service, REPO, "big", "A long lesson. " * 140)  # the newest: ranked first
+    result = recall(service, budget=100)
+    assert held(result) == {"big": ["over_budget"]}
+    assert sorted(offered(result)) == ["small-1", "small-2"]  # tried after it, and fitting
+    assert 0 < result.tokens_used <= 100
+    roomy = recall(service, budget=5000)  # the positive control: it fits a bigger budget
+    assert offered(roomy)[0] == "big" and roomy.held == []
+
+
+def test_lessons_are_held_outside_their_validity_window(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    now = clock()
+    write(service, REPO, "old", "The API lived at v1.", valid_to="2020-01-01")
+    write(service, REPO, "future", "The API lives at v3.", valid_from=f"{now.year + 1}-01-01")
+    write(service, REPO, "now", "The API lives at v2.", valid_from="2020-01-01")
+    write(service, "global", "old", "Read the API docs first.")  # not shadowed by a stale one
+    result = recall(service)
+    assert offered(result) == ["now", "old"] and result.offered[1].lesson.scope == "global"
+    assert held(result) == {"old": ["no_longer_valid"], "future": ["not_yet_valid"]}
 
 
 def test_task_text_ranks_relevant_lessons_first(service: LessonService) -> None:

@@ -33,6 +33,10 @@ PREAMBLE = (
     "Each is a line [n] scope · key · trust · provenance, then its text, indented."
 )
 BODY_INDENT = "    "
+# A lesson's rendering costs at least its stripped text and a header of 29 characters ("[1]
+# global · k · verified · " and a line break), so at least this many tokens more than the
+# text alone: a lesson whose text leaves no room for that is held without being rendered.
+MIN_HEADER_TOKENS = 7
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -61,6 +65,8 @@ class LessonHead(NamedTuple):
     author: str | None = None
     commit: str | None = None
     depends_on: tuple[Dependency, ...] = ()
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +101,17 @@ def estimate_tokens(text: str) -> int:
 def hold_reasons(
     c: Candidate, *, now: str, revision: str | None, blobs: Mapping[str, str | None]
 ) -> list[str]:
-    """Why a candidate may not be offered, in check order; empty when it may."""
+    """Why a candidate may not be offered, in check order; empty when it may. A file the
+    ``files`` policy depends on is ``file_changed`` when its blob now differs (or the file is
+    gone: None), ``file_unknown`` when no blob was supplied or could be computed for it."""
     lesson = c.lesson
     reasons: list[str] = []
     if lesson.expires_at is not None and lesson.expires_at <= now:
         reasons.append("expired")
+    if lesson.valid_from is not None and lesson.valid_from > now:
+        reasons.append("not_yet_valid")
+    if lesson.valid_to is not None and lesson.valid_to <= now:
+        reasons.append("no_longer_valid")
     if lesson.trust in ("disputed", "rejected"):
         reasons.append(lesson.trust)
     elif c.policy.require_review and lesson.trust != "verified":
@@ -111,12 +123,17 @@ def hold_reasons(
     if c.policy.revision_policy == "files":
         if not lesson.depends_on:
             reasons.append("no_dependencies")
-        reasons += [
-            f"file_changed:{dep.path}"
-            for dep in lesson.depends_on
-            if blobs.get(dep.path) != dep.blob
-        ]
+        for dep in lesson.depends_on:
+            if dep.path not in blobs:
+                reasons.append(f"file_unknown:{dep.path}")
+            elif blobs[dep.path] != dep.blob:
+                reasons.append(f"file_changed:{dep.path}")
     return reasons
+
+
+# Hold reasons after which a lesson no longer stands at its address: it neither shadows the
+# same key further up the ladder nor counts as the kept copy of its value.
+_NOT_STANDING = ("expired", "not_yet_valid", "no_longer_valid")
 
 
 def _same_commit(recorded: str, current: str) -> bool:
@@ -208,24 +225,25 @@ def select(
     revision: str | None,
     blobs: Mapping[str, str | None],
 ) -> Selection:
-    """Offer eligible lessons in rank order until the budget is spent; hold every other one
-    with its reasons. A key at a narrower rung shadows the same key further up; the same
-    value at several rungs is offered once, at the narrowest."""
+    """Offer eligible lessons in rank order while they fit the budget; hold every other one
+    with its reasons. A lesson too big for what is left is held ``over_budget`` and the
+    next ones are still tried (a long lesson does not starve the short ones after it). A key
+    at a narrower rung shadows the same key further up; the same value at several rungs is
+    offered once, at the narrowest."""
     ordered = precedence(candidates)
     reasons = _eligibility(ordered, now=now, revision=revision, blobs=blobs)
     result = Selection()
-    full = False
     for c in rank(ordered):
         lesson = c.lesson
         if reasons[id(c)]:
             result.held.append(Decision(c, False, tuple(reasons[id(c)])))
             continue
-        if full:  # once one lesson does not fit, none after it is offered: no need to render
+        left = budget - result.tokens_used
+        if estimate_tokens(lesson.value.strip()) + MIN_HEADER_TOKENS > left:  # cannot fit
             result.held.append(Decision(c, False, ("over_budget",)))
             continue
         tokens = estimate_tokens(render_lesson(len(result.offered) + 1, lesson))
-        if result.tokens_used + tokens > budget:
-            full = True
+        if tokens > left:
             result.held.append(Decision(c, False, ("over_budget",), tokens))
             continue
         result.tokens_used += tokens
@@ -254,7 +272,7 @@ def _eligibility(
             reasons.insert(0, f"shadowed_by:{shadow}")
         elif c.digest in seen_values:
             reasons.insert(0, f"duplicate_of:{seen_values[c.digest]}")
-        if "expired" not in reasons:
+        if not any(r in _NOT_STANDING for r in reasons):
             live_keys.setdefault(lesson.key, lesson.scope)
         if not reasons:
             seen_values[c.digest] = f"{lesson.scope}/{lesson.key}"

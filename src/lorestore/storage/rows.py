@@ -66,7 +66,10 @@ def _text(value: Any) -> str | None:
 
 # One encoder for every call: json.dumps with arguments builds a new one each time, which is
 # half the cost of encoding a short tag list (an import encodes several per lesson).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# allow_nan=False: NaN and Infinity are not JSON, and PostgreSQL's jsonb refuses them.
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+)
 
 
 def dumps(value: Any) -> str:
@@ -325,6 +328,8 @@ _RECALL_HEAD = (
     "owner",
     "value_digest",
     "score",
+    "valid_from",
+    "valid_to",
 )
 
 
@@ -366,7 +371,8 @@ def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
     found = []
     for row in rows:
         (id_, scope, key, value, trust, version, seen, recorded, updated, expires, agent,
-         author, commit, depends_on, owner, digest, score) = read(row)  # fmt: skip
+         author, commit, depends_on, owner, digest, score, valid_from,
+         valid_to) = read(row)  # fmt: skip
         head = LessonHead(
             str(id_),
             scope,
@@ -382,6 +388,8 @@ def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
             author,
             commit,
             tuple(Dependency.model_validate(d) for d in _json(depends_on, [])),
+            ts_text(valid_from),
+            ts_text(valid_to),
         )
         found.append(RecallRow(head, owner, digest, float(score), partial(lesson_from_row, row)))
     return found
