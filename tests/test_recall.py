@@ -281,6 +281,8 @@ def test_explain_returns_what_recall_decided(service: LessonService, clock) -> N
         (o.lesson.key, o.lesson.version, o.reasons) for o in result.offered
     ]
     assert [(e.key, e.reasons) for e in explained.held] == [(h.key, h.reasons) for h in result.held]
+    shouted = service.memory_explain(PERSON, ExplainParams(recall_id=result.recall_id.upper()))
+    assert shouted.recall_id == result.recall_id  # the same UUID, whatever its case
     assert explained.context["repo"] == "example/app" and explained.context["task"] == "lesson"
     other = local_actor(principal="user:someone-else")
     with pytest.raises(Exception, match="no recall"):

@@ -62,6 +62,8 @@ def test_design_example_hint() -> None:
         ("branch:acme/app:main", "branch::acme/app::main"),
         ("repo::acme/app::main", "branch::acme/app::main"),
         ("global::x", "global"),
+        ("all::x", "global"),
+        ("*::anything", "global"),
     ],
 )
 def test_hints_carry_the_fix(raw: str, corrected: str) -> None:
@@ -85,6 +87,9 @@ def test_hints_carry_the_fix(raw: str, corrected: str) -> None:
         "project::",
         "x" * 400,
         "repo::-acme/app",
+        "repo::.acme/app",
+        "repo::acme/..",
+        "repo::acme/.",
     ],
 )
 def test_malformed_scopes_fail_closed(raw: str) -> None:
@@ -92,6 +97,15 @@ def test_malformed_scopes_fail_closed(raw: str) -> None:
         parse_scope(raw)
     assert err.value.code == "invalid_scope"
     assert err.value.hint
+
+
+@pytest.mark.parametrize("name", [".github", "_site", "-dotfiles", "app.", "a"])
+def test_repository_names_may_start_or_end_with_punctuation(name: str) -> None:
+    # GitHub's own conventions (".github", "_site") name real repositories: recall in one
+    # must not fail on its derived scope.
+    assert parse_scope(f"repo::Acme/{name}").text == f"repo::acme/{name.lower()}"
+    rungs = [s.text for s in ladder(repo=f"acme/{name}", branch="main")]
+    assert rungs == [f"branch::acme/{name}::main", f"repo::acme/{name}", "global"]
 
 
 def test_branch_keeps_slashes_and_lowers_case() -> None:

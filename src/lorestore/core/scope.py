@@ -19,6 +19,9 @@ ScopeKind = Literal["global", "project", "repo", "branch"]
 MAX_SCOPE_LENGTH = 300
 _NAME = r"[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9_])?"
 _NAME_RE = re.compile(rf"^{_NAME}$")
+# A repository's own name may also start or end with ".", "_" or "-" (GitHub's ".github",
+# "_site", "-dotfiles"), but is never "." or "..": a path segment, whatever the host.
+_REPO_NAME_RE = re.compile(r"^(?!\.\.?$)[a-z0-9._-]{1,100}$")
 # Git ref rules that matter here: no whitespace, control or ~^:?*[\ characters, no "..",
 # no empty path segment, no leading "-" and no trailing "." or ".lock".
 _BRANCH_RE = re.compile(
@@ -135,7 +138,8 @@ def parse_scope(raw: str) -> Scope:
             example='"repo::acme/app"',
         )
     if kind != kind_word:
-        raise _invalid(raw, f"the scope kind is spelled {kind!r}", "::".join([kind, *rest]))
+        fixed = "global" if kind == "global" else "::".join([kind, *rest])
+        raise _invalid(raw, f"the scope kind is spelled {kind!r}", fixed)
     if kind == "global":
         raise _invalid(raw, '"global" takes no name', "global")
     return _parse_named(raw, kind, rest, original_branch=text.split("::", 2)[-1])
@@ -180,7 +184,7 @@ def _parse_named(raw: str, kind: str, rest: list[str], original_branch: str) -> 
 
 def _parse_repo(raw: str, kind: str, text: str) -> tuple[str, str]:
     pieces = [p for p in text.strip("/").split("/") if p]
-    if len(pieces) == 2 and all(_NAME_RE.match(p) for p in pieces):
+    if len(pieces) == 2 and _is_repo(*pieces):
         return pieces[0], pieces[1]
     if len(pieces) == 1:
         raise _invalid(
@@ -190,9 +194,14 @@ def _parse_repo(raw: str, kind: str, text: str) -> tuple[str, str]:
         )
     raise _invalid(
         raw,
-        "a repository is OWNER/NAME using letters, digits, '.', '_' and '-'",
+        "a repository is OWNER/NAME using letters, digits, '.', '_' and '-' (the owner starts "
+        "with a letter or digit; the name is not '.' or '..')",
         example=f'"{kind}::acme/app"',
     )
+
+
+def _is_repo(owner: str, name: str) -> bool:
+    return bool(_NAME_RE.match(owner) and _REPO_NAME_RE.match(name))
 
 
 def _suggest_without_separator(raw: str, text: str) -> LorestoreError:
@@ -211,7 +220,7 @@ def _suggest_without_separator(raw: str, text: str) -> LorestoreError:
                 except LorestoreError:
                     return _invalid(raw, 'use "::" as the separator', example=f'"{kind}::..."')
                 return _invalid(raw, 'use "::" as the separator', candidate)
-    if lowered.count("/") == 1 and all(_NAME_RE.match(p) for p in lowered.split("/")):
+    if lowered.count("/") == 1 and _is_repo(*lowered.split("/")):
         return _invalid(raw, "a repository scope starts with repo::", f"repo::{lowered}")
     return _invalid(
         raw,

@@ -174,7 +174,9 @@ class RecallOperations(ServiceBase):
     def memory_explain(self, actor: Actor, p: ExplainParams) -> ExplainResult:
         self._require(actor, "read")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            record = tx.get_recall(self._readable_owners(tx, actor), p.recall_id.strip())
+            # Recall ids are UUIDs, written lower-case; PostgreSQL's uuid type reads any case.
+            recall_id = p.recall_id.strip().lower()
+            record = tx.get_recall(self._readable_owners(tx, actor), recall_id)
         if record is None:
             raise LorestoreError(
                 "not_found",
