@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from tests.conftest import Cli, Clock
 
 from lorestore.auth.actor import local_actor
@@ -160,3 +161,39 @@ def test_db_cap_limits_active_lessons(cli: Cli) -> None:
     cli.ok("archive", S, "one")  # archiving makes room
     assert cli.ok("write", S, "three", "third")["result"] == "created"
     assert cli("db", "cap", "nobody", "2", "--json").exit_code == 2
+
+
+def test_policy_flags_turn_on_and_off(cli: Cli) -> None:
+    assert cli.ok("policy", S, "--require-review")["require_review"] is True
+    # Not given: left as it is.
+    kept = cli.ok("policy", S, "--revision-policy", "files")
+    assert (kept["require_review"], kept["revision_policy"]) == (True, "files")
+    assert cli.ok("policy", S, "--no-require-review")["require_review"] is False
+    assert cli.ok("policy", S)["require_review"] is False
+
+
+def test_stdin_value_loses_one_line_ending(cli: Cli) -> None:
+    assert cli.ok("write", S, "crlf", input="crlf\r\n")["lesson"]["value"] == "crlf"
+    assert cli.ok("write", S, "lf", input="lf\n")["lesson"]["value"] == "lf"
+    assert cli.ok("write", S, "bare", input="bare")["lesson"]["value"] == "bare"
+
+
+def test_unusable_sqlite_store_is_a_config_error(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("garbage")
+    directory = tmp_path / "a-directory"
+    directory.mkdir()
+    for path in ("/proc/nope/x.db", str(garbage), str(directory)):
+        monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{path}")
+        result = cli("read", "global", "k", "--json")
+        assert result.exit_code == 1, (path, result.stderr)
+        error = result.error()
+        assert error["code"] == "config_error" and "LORESTORE_DATABASE_URL" in error["hint"]
+        assert path in error["message"]
+        human = cli("read", "global", "k")
+        assert human.exit_code == 1 and "config_error" in human.stderr
+    assert garbage.read_text() == "garbage"
+    monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{tmp_path / 'good.db'}")
+    assert cli("read", "global", "k", "--json").error()["code"] == "not_found"

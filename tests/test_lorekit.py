@@ -14,7 +14,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.conftest import Cli
 
-from lorestore.portable.lorekit import FIELDS, file_text, parse_file, slug
+from lorestore.auth.actor import local_actor
+from lorestore.portable.jsonl import is_header, read_records
+from lorestore.portable.lorekit import (
+    FIELDS,
+    TreeWriter,
+    file_text,
+    parse_file,
+    read_tree,
+    relative_path,
+    slug,
+)
+from lorestore.portable.models import ExportParams, ImportParams
+from lorestore.portable.shapes import canonical
+from lorestore.service import LessonService
 
 LESSONS = {
     "global/use-uv-for-python-tooling.md": {
@@ -239,3 +252,113 @@ def test_both_tiers_are_read_when_no_directory_is_named(
     monkeypatch.chdir(tmp_path)
     missing = cli("import", "--format", "lorekit", "--json")
     assert missing.exit_code == 2 and missing.error()["code"] == "invalid_argument"
+
+
+# A tree LoreKit could have written that lorestore would normalise: scopes and directories
+# in mixed case, fields lorestore does not know (an object among them, keys unsorted) between
+# and after the known ones, a key with surrounding spaces.
+SPELLED = {
+    "repo/Acme/App/db-pool.md": [
+        'scope: "repo::Acme/App"',
+        'key: "db pool"',
+        'x_new: {"b":1,"a":[{"z":0,"y":1.5}]}',
+        'created: "2026-01-01T00:00:00.000Z"',
+        'updated: "2026-01-01T00:00:00.000Z"',
+        "seen_count: 2",
+        'x_last: "caf\\u00e9"',
+    ],
+    "project/Proj/x.md": [
+        'x_first: {"d":null,"c":true}',
+        'scope: "project::Proj"',
+        'key: "x"',
+        'created: "2026-01-02T00:00:00.000Z"',
+    ],
+    "branch/Acme/App/Feature/X/k.md": [
+        'scope: "branch::Acme/App::Feature/X"',
+        'key: " k "',
+        'tags: ["Auth"]',
+        'created: "2026-01-03T00:00:00.000Z"',
+    ],
+}
+
+
+def write_spelled(root: Path) -> dict[str, bytes]:
+    files = {}
+    for rel, lines in SPELLED.items():
+        body = "---\n" + "\n".join(lines) + "\n---\nText of " + rel + ".\n"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(body, encoding="utf-8")
+        files[rel] = body.encode("utf-8")
+    return files
+
+
+def test_a_tree_in_its_own_spelling_round_trips_byte_for_byte(cli: Cli, tmp_path: Path) -> None:
+    original = write_spelled(tmp_path / "in")
+    result = cli.ok("import", "--format", "lorekit", str(tmp_path / "in"))
+    assert result["lessons"] == {"added": 3, "unchanged": 0, "differs": 0, "refused": 0}
+    assert cli.ok("read", "repo::acme/app", "db pool")["lesson"]["value"] == (
+        "Text of repo/Acme/App/db-pool.md."
+    )
+    assert cli.ok("read", "branch::acme/app::feature/x", "k")["lesson"]["key"] == "k"
+    cli.ok("export", "--format", "lorekit", str(tmp_path / "out"))
+    assert tree(tmp_path / "out") == original
+    again = cli.ok("import", "--format", "lorekit", str(tmp_path / "in"))
+    assert again["lessons"] == {"added": 0, "unchanged": 3, "differs": 0, "refused": 0}
+
+
+def test_the_spelling_survives_either_backend(service: LessonService, tmp_path: Path) -> None:
+    """PostgreSQL's jsonb reorders object keys: the kept spelling must not depend on them."""
+    original = write_spelled(tmp_path / "in")
+    actor = local_actor(session="s1")
+    imported = service.memory_import(
+        actor, ImportParams(format="lorekit"), read_tree(tmp_path / "in")
+    )
+    assert imported.lessons.added == 3
+    export = service.memory_export(actor, ExportParams())
+    records = (r.record for r in read_records(export.chunks()) if r.record)
+    TreeWriter(tmp_path / "out").write_all(r for r in records if not is_header(r))
+    assert tree(tmp_path / "out") == original
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "repo/acme/other/db-pool.md",  # another scope's directory
+        "repo/Acme/db-pool.md",
+        "repo/Acme/App/../App/db-pool.md",
+        "/repo/Acme/App/db-pool.md",
+        "repo/Acme/App/db-pool.txt",
+        "repo/Acme/App/a\x00.md",
+    ],
+)
+def test_a_kept_file_name_outside_the_scope_directory_is_not_used(kept: str) -> None:
+    record = {"scope": "repo::acme/app", "key": "db pool", "lorekit": {"file": kept}}
+    assert str(relative_path(record)) == "repo/acme/app/db-pool.md"
+    control = {**record, "lorekit": {"file": "repo/ACME/app/pool.md"}}
+    assert str(relative_path(control)) == "repo/ACME/app/pool.md"
+
+
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@given(
+    unknown=st.dictionaries(st.from_regex(r"x_[a-z0-9_]{0,8}", fullmatch=True), json_value),
+    places=st.lists(st.integers(0, len(FIELDS)), min_size=10, max_size=10),
+)
+def test_fields_lorestore_does_not_know_come_back_in_place(
+    unknown: dict[str, object], places: list[int]
+) -> None:
+    lesson = LESSONS["repo/acme/app/ci-needs-postgres-16.md"]
+    lines = [f"{n}: {json.dumps(lesson.get(n), separators=(',', ':'))}" for n in FIELDS]
+    for (name, value), place in zip(unknown.items(), places, strict=False):
+        lines.insert(place, f"{name}: {json.dumps(value, separators=(',', ':'))}")
+    text = "---\n" + "\n".join(lines) + "\n---\nText.\n"
+    record = parse_file(text, "repo/acme/app/ci-needs-postgres-16.md")
+    held = canonical(record)  # as a store gives it back: object keys sorted
+    held |= {"scope": "repo::acme/app", "tags": ["ci", "db", "zeta"]}
+    held |= {"created_at": lesson["created"], "updated_at": lesson["updated"]}
+    assert file_text(held) == text

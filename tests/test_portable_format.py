@@ -90,12 +90,21 @@ def test_an_over_long_line_is_reported_and_the_next_one_read(
 
 @pytest.mark.parametrize(
     "raw",
-    [b'{"a": NaN}', b'{"a": Infinity}', b'{"a": "\\u0000"}', b'{"a": "\\ud800"}', b"\xff\xfe"],
+    [
+        b'{"a": NaN}',
+        b'{"a": Infinity}',
+        b'{"a": 1e400}',  # too large for a float: read as Infinity without the check
+        b'{"a": [-1e999]}',
+        b'{"a": "\\u0000"}',
+        b'{"a": "\\ud800"}',
+        b"\xff\xfe",
+    ],
 )
 def test_what_a_store_cannot_hold_is_refused(raw: bytes) -> None:
     incoming = jsonl.decode(1, raw)
     assert incoming is not None and incoming.error is not None and incoming.record is None
     assert jsonl.decode(2, b'{"a": "\\u00e9"}').record == {"a": "é"}  # type: ignore[union-attr]
+    assert jsonl.decode(3, b'{"a": 1e300}').record == {"a": 1e300}  # type: ignore[union-attr]
 
 
 def test_a_lesson_line_is_checked_like_a_write() -> None:

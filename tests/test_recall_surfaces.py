@@ -27,6 +27,11 @@ def _git(root: Path, *args: str) -> str:
 
 @pytest.fixture
 def work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_work_tree(tmp_path, monkeypatch)
+
+
+def make_work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A committed repository of example/app with tests/conftest.py, as the current directory."""
     root = tmp_path / "app"
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "conftest.py").write_text("DATABASE = 'postgres'\n")
@@ -119,3 +124,78 @@ def test_stdio_server_recalls_in_its_working_directory(
     assert isinstance(source, dict)
     assert source["commit"] == _git(work_tree, "rev-parse", "HEAD")
     assert source["repo"] == "example/app"
+
+
+def test_cli_recall_leaves_out_what_git_names_but_no_scope_can_hold(
+    cli: Cli, work_tree: Path
+) -> None:
+    """Git accepts a 210-character branch, longer than a branch scope: derived from git it
+    drops its rung and recall answers from the others; passed by the user it is refused."""
+    long_branch = "feature/" + "x" * 202
+    _git(work_tree, "checkout", "-q", "-b", long_branch)
+    cli.ok("write", REPO, "kept", "Run make lint before pushing.")
+    result = cli.ok("recall", "--task", "push")
+    assert result["context"]["ladder"] == [REPO, "global"]
+    assert [o["lesson"]["key"] for o in result["offered"]] == ["kept"]
+    explicit = cli("recall", "--branch", long_branch, "--json")
+    assert explicit.exit_code == 2 and explicit.error()["code"] == "invalid_scope"
+    assert explicit.error()["hint"]
+
+
+def test_cli_recall_leaves_out_a_repository_name_no_scope_can_hold(
+    cli: Cli, work_tree: Path
+) -> None:
+    """The owner/name of a remote URL that is no scope name (a "+") drops the repo
+    and branch rungs; passed by the user, it is refused."""
+    _git(work_tree, "remote", "set-url", "origin", "https://git.example.com/example/app+plus.git")
+    cli.ok("write", "global", "everywhere", "Read the README first.")
+    derived = cli.ok("recall")
+    assert derived["context"]["ladder"] == ["global"]
+    assert [o["lesson"]["key"] for o in derived["offered"]] == ["everywhere"]
+    given = cli("recall", "--repo", "example/app+plus", "--json")
+    assert given.exit_code == 2 and given.error()["code"] == "invalid_scope"
+
+
+def test_cli_depends_on_paths_are_relative_to_the_current_directory(
+    cli: Cli, work_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sub = work_tree / "src" / "sub"
+    sub.mkdir(parents=True)
+    (work_tree / "README.md").write_text("the root README\n")
+    (sub / "README.md").write_text("the sub README\n")
+    (sub / "a.py").write_text("A = 1\n")
+    monkeypatch.chdir(sub)
+    deps = cli.ok(
+        "write",
+        REPO,
+        "k",
+        "v",
+        "--depends-on",
+        "README.md",
+        "--depends-on",
+        "a.py",
+        "--depends-on",
+        "../../README.md",
+        "--depends-on",
+        "./../sub/b.py=" + "0" * 40,
+    )["lesson"]["depends_on"]
+    blob = {p: _git(work_tree, "hash-object", p) for p in ("README.md", "src/sub/README.md")}
+    assert deps == [
+        {"path": "src/sub/README.md", "blob": blob["src/sub/README.md"]},
+        {"path": "src/sub/a.py", "blob": _git(work_tree, "hash-object", "src/sub/a.py")},
+        {"path": "README.md", "blob": blob["README.md"]},
+        {"path": "src/sub/b.py", "blob": "0" * 40},
+    ]
+    cli.ok("write", REPO, "abs", "v", "--depends-on", str(sub / "a.py"))
+    assert cli.ok("read", REPO, "abs")["lesson"]["depends_on"][0]["path"] == "src/sub/a.py"
+    for outside in ("../../../elsewhere.py", str(work_tree.parent / "elsewhere.py"), "../.."):
+        refused = cli("write", REPO, "out", "v", "--depends-on", outside, "--json")
+        assert refused.exit_code == 2 and refused.error()["code"] == "invalid_argument", outside
+    assert cli("read", REPO, "out", "--json").error()["code"] == "not_found"
+    # Recall from the sub-directory checks the same repository-relative files.
+    cli.ok("policy", REPO, "--revision-policy", "files")
+    cli.ok("write", REPO, "sub-file", "v", "--depends-on", "a.py")
+    assert "sub-file" in [o["lesson"]["key"] for o in cli.ok("recall")["offered"]]
+    (sub / "a.py").write_text("A = 2\n")
+    held = {h["key"]: h["reasons"] for h in cli.ok("recall")["held"]}
+    assert held["sub-file"] == ["file_changed:src/sub/a.py"]

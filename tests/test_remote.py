@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli, CliResult
 from tests.serving import EXE, Server, base_env
+from tests.test_recall_surfaces import make_work_tree
 
 from lorestore.auth.actor import local_actor
 from lorestore.composition import build_service
@@ -121,10 +122,15 @@ def test_remote_configuration_errors(both: Both, monkeypatch: pytest.MonkeyPatch
     assert both.cli("scopes", "--json").exit_code == 0
 
 
-def run_remote_mcp(both: Both, scenario: Any) -> None:
+@pytest.fixture
+def work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_work_tree(tmp_path, monkeypatch)
+
+
+def run_remote_mcp(both: Both, scenario: Any, cwd: Path | None = None) -> None:
     env = base_env(Path(os.devnull), LORESTORE_URL=both.server.url, LORESTORE_TOKEN=both.token)
     env.pop("LORESTORE_HOME")  # remote mode needs no local store at all
-    params = StdioServerParameters(command=EXE, args=["mcp"], env=env)
+    params = StdioServerParameters(command=EXE, args=["mcp"], env=env, cwd=cwd)
 
     async def main() -> None:
         async with Client(params) as client:
@@ -164,3 +170,33 @@ def test_lorestore_mcp_in_remote_mode(both: Both) -> None:
     assert results["read"]["lesson"]["source"]["session"].startswith("mcp-")
     is_error, body = results["bad"]
     assert is_error and body["error"]["code"] == "invalid_scope"
+
+
+def test_remote_recall_checks_depends_on_files_with_local_git(both: Both, work_tree: Path) -> None:
+    """The server cannot read the client's files: the client hashes the files a held lesson
+    depends on and asks again, so an unchanged file offers the lesson and a changed one holds
+    it, as locally."""
+    scope = "repo::example/app"
+    assert both.remote("policy", scope, "--revision-policy", "files", "--json").exit_code == 0
+    written = both.remote(
+        "write", scope, "test-db", "Tests need Postgres.", "--depends-on", "tests/conftest.py"
+    )
+    assert written.exit_code == 0, written.stderr
+    unchanged = both.remote("recall", "--json").json()
+    assert [o["lesson"]["key"] for o in unchanged["offered"]] == ["test-db"]
+    assert "files_unchanged" in unchanged["offered"][0]["reasons"]
+    results: dict[str, Any] = {}
+
+    async def agent(client: Client) -> None:
+        recalled = await client.call_tool("memory_recall", {"task": "run the tests"})
+        results["recall"] = recalled.structured_content
+
+    run_remote_mcp(both, agent, cwd=work_tree)
+    assert [o["lesson"]["key"] for o in results["recall"]["offered"]] == ["test-db"]
+    (work_tree / "tests" / "conftest.py").write_text("DATABASE = 'sqlite'\n")
+    changed = both.remote("recall", "--json").json()
+    assert changed["offered"] == []
+    assert changed["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]
+    (work_tree / "tests" / "conftest.py").unlink()
+    gone = both.remote("recall", "--json").json()
+    assert gone["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]

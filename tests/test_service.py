@@ -77,13 +77,33 @@ def test_same_normalised_value_is_seen_not_a_new_version(service: LessonService)
 
 def test_recurrence_corroborates_at_three_sessions(service: LessonService) -> None:
     for session in ("a", "b"):
-        assert write(service, "same", session=session).lesson.trust == "candidate"
-    assert write(service, "same", session="c").lesson.trust == "corroborated"
+        assert write(service, "same lesson", session=session).lesson.trust == "candidate"
+    assert write(service, "same lesson", session="c").lesson.trust == "corroborated"
     # Reading, listing and searching never change trust.
     for _ in range(5):
         read(service)
-        service.memory_search(local_actor(), SearchParams(query="same", scopes=[S]))
+        service.memory_search(local_actor(), SearchParams(query="lesson", scopes=[S]))
     assert read(service).trust == "corroborated"
+
+
+def test_a_value_that_comes_back_counts_its_sessions_afresh(service: LessonService) -> None:
+    """A -> B -> A: the sessions that wrote A the first time count again for version 3."""
+    write(service, "A", session="s1")
+    assert write(service, "A", session="s2").lesson.seen_count == 2
+    assert (write(service, "B", session="s3").lesson.version, read(service).seen_count) == (2, 1)
+    back = write(service, "A", session="s1").lesson
+    assert (back.version, back.seen_count, back.trust) == (3, 1, "candidate")
+    again = write(service, "A", session="s1")
+    assert (again.result, again.lesson.seen_count) == ("seen", 1)  # control: no double count
+    second = write(service, "A", session="s2")
+    assert (second.result, second.lesson.seen_count, second.lesson.trust) == (
+        "seen",
+        2,
+        "candidate",
+    )
+    third = write(service, "A", session="s3").lesson
+    assert (third.seen_count, third.trust, third.version) == (3, "corroborated", 3)
+    assert read(service).seen_count == 3
 
 
 def test_new_value_makes_a_new_version_and_keeps_the_old(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]

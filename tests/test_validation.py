@@ -5,30 +5,32 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import normalise_value, value_digest
-from lorestore.core.records import format_ts, parse_ts
+from lorestore.core.records import format_ts, normalise_ts, parse_ts
 from lorestore.core.validation import (
     MAX_VALUE_BYTES,
+    validate_address,
     validate_key,
     validate_tags,
     validate_ttl,
     validate_value,
 )
 
-# Fixed offsets (a zone's nonexistent DST-gap times compare oddly); a day of margin at both
-# ends of datetime's range, which an offset would otherwise push out of it.
+# Fixed offsets in whole minutes, as ISO 8601 writes them (a zone's nonexistent DST-gap
+# times compare oddly); a day of margin at both ends of datetime's range, which an offset
+# would otherwise push out of it.
 _MOMENTS = st.datetimes(
     min_value=datetime(1, 1, 2),
     max_value=datetime(9999, 12, 30),
     timezones=st.builds(
-        timezone, st.timedeltas(min_value=timedelta(hours=-23), max_value=timedelta(hours=23))
+        timezone, st.integers(-23 * 60, 23 * 60).map(lambda m: timedelta(minutes=m))
     ),
 )
 
@@ -41,6 +43,30 @@ def test_stored_times_order_as_text_and_read_back(a: datetime, b: datetime) -> N
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", text_a)
     assert parse_ts(text_a) == a
     assert (text_a < text_b) == (a < b)
+
+
+_ANY_MOMENT = st.datetimes(
+    timezones=st.builds(
+        timezone, st.integers(-23 * 60, 23 * 60).map(lambda m: timedelta(minutes=m))
+    ),
+)
+
+
+@given(_ANY_MOMENT)
+@example(datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))))
+@example(datetime(9999, 12, 31, 23, 30, tzinfo=timezone(timedelta(hours=-1))))
+@example(datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=-1))))  # in range: the control
+def test_a_time_outside_utc_years_1_to_9999_is_invalid_time(moment: datetime) -> None:
+    # An offset can push a valid-looking time (0001-01-01T00:00+01:00) out of datetime's range
+    # in UTC: that is the caller's bad input, never an OverflowError.
+    text = moment.isoformat()
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:
+        assert _code(normalise_ts, text) == "invalid_time"
+        assert _code(format_ts, moment) == "invalid_time"
+        return
+    assert normalise_ts(text) == format_ts(moment) == format_ts(utc)  # the control
 
 
 def _code(fn, *args) -> str:  # type: ignore[no-untyped-def]
@@ -119,3 +145,11 @@ def test_whitespace_collapses_on_exactly_the_characters_of_regex_s() -> None:
         text = f" a{char}{char}b{char}"
         folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
         assert normalise_value(text) == spaces.sub(" ", folded).strip(), hex(point)
+
+
+def test_scope_and_key_together_fit_an_index_entry() -> None:
+    validate_address("global", "\U00020000" * 512)  # 2,054 bytes
+    validate_address("x" * 352, "\U00020000" * 512)  # exactly 2,400
+    with pytest.raises(LorestoreError) as err:
+        validate_address("x" * 353, "\U00020000" * 512)
+    assert err.value.code == "invalid_key" and err.value.hint

@@ -7,6 +7,8 @@ passes nothing: recall gets its context and a written lesson its provenance from
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import subprocess
 import time
@@ -15,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_REMOTE = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$")
+from lorestore.core.errors import LorestoreError
+from lorestore.core.scope import ladder
+
+_REMOTE = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$", re.IGNORECASE)
 GIT_TIMEOUT_S = 5
 GIT_OPERATIONS = frozenset({"memory_recall", "memory_write"})
 # An agent calls recall and write many times a session: git is asked again at most this
@@ -80,6 +85,32 @@ def _read_context(cwd: str | Path) -> GitContext | None:
     )
 
 
+def repo_path(cwd: str | Path, path: str) -> str:
+    """``path`` as git reads a pathspec given in ``cwd`` (relative to it, or absolute),
+    written relative to the repository root, as depends_on stores it. Outside a work tree it
+    is returned unchanged; a path that leaves the repository is refused."""
+    prefix = _git(cwd, "rev-parse", "--show-prefix")
+    if prefix is None:
+        return path
+    if os.path.isabs(path):
+        root = _git(cwd, "rev-parse", "--show-toplevel") or str(cwd)
+        # The directory is resolved, not the file: a symlink in the repository is its own path.
+        where = os.path.realpath(os.path.dirname(path))
+        joined = os.path.relpath(
+            os.path.join(where, os.path.basename(path)), os.path.realpath(root)
+        )
+        joined = joined.replace(os.sep, "/")
+    else:
+        joined = posixpath.normpath(prefix + path)
+    if joined == "." or joined == ".." or joined.startswith("../"):
+        raise LorestoreError(
+            "invalid_argument",
+            f"--depends-on {path!r} is not a file inside the repository",
+            hint="name a file of this repository, relative to the current directory",
+        )
+    return joined
+
+
 def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
     """The git blob hash of each repository-relative path as the file is now on disk
     (None when it is missing), computed with ``git hash-object``."""
@@ -95,6 +126,32 @@ def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
     return hashes
 
 
+def _forms_ladder(repo: str | None, branch: str | None) -> bool:
+    try:
+        ladder(repo=repo, branch=branch)
+    except LorestoreError:
+        return False
+    return True
+
+
+def _recall_context(filled: dict[str, Any], context: GitContext) -> dict[str, Any]:
+    """A recall's context from git. A repository or branch git accepts but no scope can hold
+    (a 210-character branch name, an owner that is not a scope name) is left out, so recall
+    answers from the other rungs; the same value passed by the caller is still refused."""
+    if filled.get("repo") is None and context.repo and _forms_ladder(context.repo, None):
+        filled["repo"] = context.repo
+    if (
+        filled.get("branch") is None
+        and context.branch
+        and (filled.get("repo") is None or _forms_ladder(filled["repo"], context.branch))
+    ):
+        filled["branch"] = context.branch
+    for name, value in (("revision", context.revision), ("cwd", context.root)):
+        if filled.get(name) is None and value is not None:
+            filled[name] = value
+    return filled
+
+
 def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) -> dict[str, Any]:
     """Complete a call's arguments from git, never overriding what the caller gave: a recall's
     context, and a written lesson's source and depends_on blobs."""
@@ -105,15 +162,7 @@ def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) ->
         return arguments
     filled = dict(arguments)
     if operation == "memory_recall":
-        for name, value in (
-            ("repo", context.repo),
-            ("branch", context.branch),
-            ("revision", context.revision),
-            ("cwd", context.root),
-        ):
-            if filled.get(name) is None and value is not None:
-                filled[name] = value
-        return filled
+        return _recall_context(filled, context)
     source = dict(filled.get("source") or {})
     for name, value in (
         ("repo", context.repo),

@@ -6,10 +6,12 @@ are checked by the service so that every surface reports them with the same erro
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterator
+from typing import Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lorestore.core.errors import LorestoreError
 from lorestore.core.records import (
     AuditEvent,
     Lesson,
@@ -18,9 +20,73 @@ from lorestore.core.records import (
     Source,
 )
 
+# The code a refused argument gets, by field, so that a NUL in a key or a `true` for ttl_days
+# is reported as validate_key and validate_ttl report their own refusals.
+_FIELD_CODES = {
+    "key": "invalid_key",
+    "value": "invalid_value",
+    "scope": "invalid_scope",
+    "scopes": "invalid_scope",
+    "tags": "invalid_tags",
+    "ttl_days": "invalid_ttl",
+}
+
+
+def _strings(value: object, where: str) -> Iterator[tuple[str, str]]:
+    """Every string in an argument, nested ones and mapping keys included, with its path."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _strings(getattr(value, name), f"{where}.{name}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, where)
+            yield from _strings(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{where}[{index}]")
+
+
+def _takes_int(annotation: object) -> bool:
+    options = get_args(annotation) or (annotation,)
+    return int in options and bool not in options
+
 
 class Params(BaseModel):
+    """The arguments of an operation. Two refusals hold for every operation, before the
+    service sees its arguments: no string may hold a NUL character (PostgreSQL cannot store
+    one, SQLite can: refusing it everywhere keeps the backends alike), and no whole-number
+    argument may be a boolean (pydantic's lax mode would read ``true`` as 1). Numeric strings
+    stay accepted, because REST query parameters arrive as text."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_booleans_for_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                if isinstance(data.get(name), bool) and _takes_int(field.annotation):
+                    raise LorestoreError(
+                        _FIELD_CODES.get(name, "invalid_argument"),
+                        f"{name} must be a whole number, not {str(data[name]).lower()}",
+                        hint=f"pass a whole number such as 30, or omit {name}",
+                    )
+        return data
+
+    @model_validator(mode="after")
+    def _refuse_nul(self) -> Self:
+        for name in type(self).model_fields:
+            for where, text in _strings(getattr(self, name), name):
+                if "\x00" in text:
+                    raise LorestoreError(
+                        _FIELD_CODES.get(name, "invalid_argument"),
+                        f"{where} contains a NUL character (\\x00)",
+                        hint="remove the NUL characters; lorestore stores text, not binary data",
+                        details={"field": where},
+                    )
+        return self
 
 
 class DependencyRef(BaseModel):
@@ -366,8 +432,9 @@ class HeldLesson(Result):
     version: int
     trust: str
     reasons: list[str] = Field(
-        description="expired, disputed, rejected, unreviewed, revision_mismatch, "
-        "file_changed:<path>, shadowed_by:<scope>, duplicate_of:<address>, over_budget"
+        description="expired, not_yet_valid, no_longer_valid, disputed, rejected, unreviewed, "
+        "revision_mismatch, file_changed:<path>, file_unknown:<path>, no_dependencies, "
+        "shadowed_by:<scope>, duplicate_of:<address>, over_budget"
     )
 
 

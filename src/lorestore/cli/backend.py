@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from lorestore.auth.actor import Actor
 from lorestore.config import Settings
-from lorestore.gitinfo import GIT_OPERATIONS, fill_from_git
-from lorestore.models import Params, Result
+from lorestore.gitinfo import GIT_OPERATIONS, blob_hashes, fill_from_git, git_context
+from lorestore.models import Params, RecallResult, Result
 from lorestore.operations import Operation
 from lorestore.service import LessonService
 
@@ -46,17 +46,46 @@ def open_backend(settings: Settings, actor: Actor) -> Backend:
 
 
 Invoke = Callable[[Operation, Params], Result]
+FILE_UNKNOWN = "file_unknown:"
 
 
 def with_git_context(invoke: Invoke, cwd: str) -> Invoke:
     """Fill a recall's context and a written lesson's provenance from git in ``cwd`` before
     the operation runs (locally or remotely), never overriding what the caller passed, so
-    that a host needs to pass nothing."""
+    that a host needs to pass nothing; a recall whose answer holds files the server could
+    not hash is asked again with their blobs."""
 
     def invoke_in_context(op: Operation, params: Params) -> Result:
         if op.name not in GIT_OPERATIONS:
             return invoke(op, params)
-        data = params.model_dump(exclude_none=True)
-        return invoke(op, op.parse(fill_from_git(op.name, data, cwd)))
+        data = fill_from_git(op.name, params.model_dump(exclude_none=True), cwd)
+        result = invoke(op, op.parse(data))
+        if isinstance(result, RecallResult):
+            return _recall_with_blobs(invoke, op, data, result)
+        return result
 
     return invoke_in_context
+
+
+def _recall_with_blobs(
+    invoke: Invoke, op: Operation, data: dict[str, Any], result: RecallResult
+) -> RecallResult:
+    """A server cannot hash the client's files, so it holds a ``files`` lesson as
+    ``file_unknown:PATH`` when it was not given the blob: hash those files here, in the
+    recall's working directory, and recall once more with their blobs. The second answer is
+    returned; both recalls are logged, each with its own recall_id."""
+    unknown = sorted(
+        {
+            reason.removeprefix(FILE_UNKNOWN)
+            for held in result.held
+            for reason in held.reasons
+            if reason.startswith(FILE_UNKNOWN)
+        }
+    )
+    cwd = data.get("cwd")
+    if not unknown or cwd is None or git_context(cwd) is None:
+        return result  # no work tree to hash in: the lessons stay held as unknown
+    blobs = {**blob_hashes(cwd, unknown), **(data.get("blobs") or {})}
+    again = invoke(op, op.parse({**data, "blobs": blobs}))
+    assert isinstance(again, RecallResult)
+    return again

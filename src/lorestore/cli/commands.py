@@ -8,6 +8,7 @@ positional arguments; ``source`` is flattened into ``--agent``, ``--repo``, ``--
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import types
 import typing
@@ -20,6 +21,7 @@ from pydantic.fields import FieldInfo
 from lorestore.cli.render import failure
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Source
+from lorestore.gitinfo import repo_path
 from lorestore.operations import Operation
 
 _SINGULAR = {"tags": "tag", "scopes": "scope", "orgs": "org"}
@@ -65,6 +67,10 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
             default = inspect.Parameter.empty
     else:
         flag = "--" + _SINGULAR.get(name, name).replace("_", "-")
+        # A setting that may be left as it is (bool | None) can be turned on and back off.
+        switch = annotation is bool and default is None
+        if switch:
+            flag = f"{flag}/--no-{flag.removeprefix('--')}"
         decls = [flag, *([_SHORT[name]] if name in _SHORT else [])]
         metavar = None if annotation is bool else _SINGULAR.get(name, name).upper()
         info = typer.Option(
@@ -72,7 +78,7 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
         )
         if annotation == list[str]:
             annotation = list[str] | None
-        elif default is None and annotation is not bool:
+        elif default is None and (switch or annotation is not bool):
             annotation = annotation | None
     return inspect.Parameter(
         name,
@@ -115,8 +121,8 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
         elif name == "depends_on":
             info = typer.Option(
                 "--depends-on",
-                help="a file the lesson relies on: PATH (its blob hash is read from git) or "
-                "PATH=BLOB; repeatable",
+                help="a file the lesson relies on: PATH (relative to the current directory, "
+                "as git reads paths; its blob hash is read from git) or PATH=BLOB; repeatable",
                 rich_help_panel="Provenance",
             )
             parameters.append(
@@ -179,7 +185,8 @@ def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dependency(item: str) -> dict[str, str]:
-    """``PATH`` (the blob is read from git) or ``PATH=BLOB``."""
+    """``PATH`` (the blob is read from git) or ``PATH=BLOB``; PATH is relative to the current
+    directory, as a git pathspec is, and stored relative to the repository root."""
     path, sep, blob = item.partition("=")
     if not path or (sep and not blob):
         raise LorestoreError(
@@ -187,6 +194,7 @@ def _dependency(item: str) -> dict[str, str]:
             f"--depends-on {item!r} is not PATH or PATH=BLOB",
             hint="e.g. --depends-on tests/conftest.py",
         )
+    path = repo_path(os.getcwd(), path)
     return {"path": path, "blob": blob} if blob else {"path": path}
 
 
@@ -197,7 +205,9 @@ def _read_stdin() -> str:
             "no lesson value given",
             hint="pass it as the third argument or pipe it on stdin",
         )
-    return sys.stdin.read().rstrip("\n")
+    value = sys.stdin.read()
+    # One line ending, as a shell's `echo` or a Windows pipe (CRLF) adds it.
+    return value.removesuffix("\r\n") if value.endswith("\r\n") else value.removesuffix("\n")
 
 
 def default_action(command: Callable[..., None]) -> Callable[..., None]:

@@ -23,7 +23,8 @@ def _param_line(param: Any) -> str:
         name = f"`{param.name.upper()}`"
         kind = "argument" + ("" if param.required else ", optional")
     else:
-        name = ", ".join(f"`{opt}`" for opt in param.opts)
+        opts = [*param.opts, *getattr(param, "secondary_opts", ())]
+        name = ", ".join(f"`{opt}`" for opt in opts)
         kind = "flag" if getattr(param, "is_flag", False) else "option"
         if getattr(param, "multiple", False):
             kind += ", repeatable"

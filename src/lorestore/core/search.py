@@ -26,16 +26,28 @@ STOP_WORDS = frozenset(
 )
 
 
-def query_terms(text: str) -> list[str]:
-    """Distinct lower-cased words of ``text`` in order, without stop words (unless there is
-    nothing else). Identifiers like ``pg_dump`` stay whole; a file name like ``conftest.py``
-    is kept whole and followed by its parts, because PostgreSQL indexes the whole name and
-    SQLite the parts.
+def fold_case(text: str) -> str:
+    """Lower case as both indexes fold the text they index: one character at a time, each to
+    one character (FTS5's unicode61 and PostgreSQL's lower() under the database's ctype).
+    ``str.lower`` differs on two counts: "İ" becomes "i" and a combining dot, which splits the
+    word in two, and a capital sigma ending a word becomes the final small sigma, which
+    PostgreSQL indexes as the ordinary small sigma."""
+    if text.isascii():
+        return text.lower()
+    return "".join(ch.lower()[0] for ch in text)
 
-    Raises ``invalid_argument`` when there is no word to look for.
+
+def query_terms(text: str) -> list[str]:
+    """Distinct lower-cased words of ``text`` in order, without stop words. Identifiers like
+    ``pg_dump`` stay whole; a file name like ``conftest.py`` is kept whole and followed by its
+    parts, because PostgreSQL indexes the whole name and SQLite the parts.
+
+    Raises ``invalid_argument`` when there is no word to look for, stop words included:
+    PostgreSQL's index leaves them out, so they could never match there, and on SQLite they
+    would match nearly everything; either way the answer would not depend on the query.
     """
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
+    for word in _WORD.findall(fold_case(text)):
         parts = _PART.findall(word) if "." in word or "/" in word else []
         for term in (word, *parts):
             if any(ch.isalnum() for ch in term):
@@ -46,7 +58,16 @@ def query_terms(text: str) -> list[str]:
             "the search query has no words to look for",
             hint='search for words, e.g. "postgres migration"',
         )
-    words = [w for w in seen if w not in STOP_WORDS] or list(seen)
+    words = [w for w in seen if w not in STOP_WORDS]
+    if not words:
+        raise LorestoreError(
+            "invalid_argument",
+            "the search query has only stop words ("
+            + ", ".join(list(seen)[:MAX_QUERY_TERMS])
+            + "), which the index leaves out",
+            hint='add a word that says what the lesson is about, e.g. "config file"',
+            details={"stop_words": list(seen)[:MAX_QUERY_TERMS]},
+        )
     return words[:MAX_QUERY_TERMS]
 
 
@@ -69,18 +90,36 @@ def encode_cursor(*parts: str | int) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+# Cursors carry row ids: positive and within a 64-bit signed integer, as both stores keep them.
+MAX_ROW_ID = 2**63 - 1
+
+
+def _fits(part: object, kind: type) -> bool:
+    if kind is int:
+        return type(part) is int and 1 <= part <= MAX_ROW_ID  # bool is an int subclass
+    return type(part) is kind
+
+
+def invalid_cursor() -> LorestoreError:
+    return LorestoreError(
+        "invalid_cursor",
+        "the cursor is not one this store issued",
+        hint="pass the next_cursor of the previous page unchanged",
+    )
+
+
 def decode_cursor(cursor: str, shape: tuple[type, ...]) -> tuple[object, ...]:
+    """The parts of a cursor ``encode_cursor`` made, each of the type ``shape`` names; an
+    int part must be a row id. Anything else, hand-made or damaged, is ``invalid_cursor``."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if len(parts) != len(shape) or not all(
-            isinstance(p, t) for p, t in zip(parts, shape, strict=True)
+        if (
+            not isinstance(parts, list)
+            or len(parts) != len(shape)
+            or not all(_fits(p, t) for p, t in zip(parts, shape, strict=True))
         ):
             raise ValueError(parts)
-    except (ValueError, TypeError) as exc:
-        raise LorestoreError(
-            "invalid_cursor",
-            "the cursor is not one this store issued",
-            hint="pass the next_cursor of the previous page unchanged",
-        ) from exc
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise invalid_cursor() from exc
     return tuple(parts)

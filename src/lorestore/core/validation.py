@@ -11,6 +11,12 @@ MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 64 * 1024
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
+# PostgreSQL refuses a btree entry over 2,704 bytes, and the address indexes hold owner, scope
+# and key (lessons_address; audit_log_address adds the event id). Scope and key within 2,400
+# bytes of UTF-8 leave room for the owner (at most 68 bytes) and the entry's own overhead.
+# Only keys of 3- and 4-byte characters under a long non-ASCII branch reach it. SQLite has no
+# such limit; both refuse alike so that a lesson written on one can move to the other.
+MAX_ADDRESS_BYTES = 2400
 MIN_TTL_DAYS = 1
 MAX_TTL_DAYS = 365
 
@@ -45,6 +51,21 @@ def validate_key(key: str) -> str:
             hint="keys are one line of printable text",
         )
     return key
+
+
+def validate_address(scope: str, key: str) -> None:
+    """Refuse a (valid) scope and key that together take more than MAX_ADDRESS_BYTES."""
+    size = len(scope.encode("utf-8", errors="surrogatepass")) + len(
+        key.encode("utf-8", errors="surrogatepass")
+    )
+    if size > MAX_ADDRESS_BYTES:
+        raise LorestoreError(
+            "invalid_key",
+            f"scope and key take {size} bytes of UTF-8 together; the limit is "
+            f"{MAX_ADDRESS_BYTES} bytes",
+            hint="use a shorter key (or a broader scope) and put detail in the value",
+            details={"bytes": size, "limit": MAX_ADDRESS_BYTES},
+        )
 
 
 def validate_value(value: str) -> str:

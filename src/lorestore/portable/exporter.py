@@ -18,15 +18,17 @@ from lorestore.portable.jsonl import encode
 from lorestore.portable.models import ExportParams, ExportSummary, State
 
 
-def lesson_state(lesson: Lesson, now: str) -> State:
-    """The state a filter sees, as the scope inventory counts it."""
+def lesson_states(lesson: Lesson, now: str) -> frozenset[State]:
+    """The states a filter sees, as the scope inventory counts them: an archived lesson is
+    archived only; a rejected lesson past its expiry is both rejected and expired."""
     if lesson.status == "archived":
-        return "archived"
+        return frozenset({"archived"})
+    states: set[State] = set()
     if lesson.trust == "rejected":
-        return "rejected"
+        states.add("rejected")
     if lesson.expires_at is not None and lesson.expires_at <= now:
-        return "expired"
-    return "active"
+        states.add("expired")
+    return frozenset(states or {"active"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,7 @@ class ExportFilter:
     def lesson_ok(self, lesson: Lesson) -> bool:
         if not self.scope_ok(lesson.scope) or not self.time_ok(lesson.updated_at):
             return False
-        return self.states is None or lesson_state(lesson, self.now) in self.states
+        return self.states is None or not self.states.isdisjoint(lesson_states(lesson, self.now))
 
 
 @dataclass

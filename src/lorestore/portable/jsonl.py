@@ -5,6 +5,7 @@ file of any length)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,8 +70,17 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number as a float; one too large for a float (``1e400``) is refused rather than
+    read as Infinity, which is not JSON and which PostgreSQL's jsonb cannot hold."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is too large for a float")
+    return value
+
+
 # Built once: json.loads with an argument builds a decoder (and its scanner) per call.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def decode(number: int, raw: bytes | None) -> Incoming | None:
@@ -110,8 +120,12 @@ def read_records(chunks: Iterable[bytes]) -> Iterator[Incoming]:
             yield incoming
 
 
+# allow_nan=False: a non-finite float raises rather than being written as NaN or Infinity.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode(record: Mapping[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return _ENCODER.encode(record).encode("utf-8") + b"\n"
 
 
 def header(exported_at: str, **source: Any) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 ``<slug>.md`` files, each a front matter of ``name: <JSON value>`` lines then the lesson text.
 
 Files map to and from lesson records of the interchange format, so the importer and the
-exporter handle one shape. What a file says that lorestore would normalise away (a scope or
-tag spelling, a file name, fields LoreKit has and lorestore does not) is kept in the lesson's
+exporter handle one shape. What a file says that lorestore would normalise away (a scope, key
+or tag spelling, a file path, fields LoreKit has and lorestore does not) is kept in the lesson's
 ``ext`` under ``lorekit``, so that a tree comes back byte for byte; what lorestore holds and a
 file cannot is reported by the writer, never written as a field LoreKit would misread.
 """
@@ -25,7 +25,7 @@ from typing import Any
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import parse_ts
 from lorestore.core.scope import Scope, parse_scope
-from lorestore.core.validation import validate_tags
+from lorestore.core.validation import validate_key, validate_tags
 from lorestore.portable.jsonl import Incoming
 from lorestore.portable.models import LISTED, Problem
 from lorestore.portable.shapes import LESSON
@@ -98,17 +98,21 @@ def _json(value: Any) -> str:
 
 
 def _kept(record: dict[str, Any]) -> dict[str, Any]:
-    kept = record.get("lorekit")
-    return kept if isinstance(kept, dict) else {}
+    return _object(record, "lorekit")
 
 
-def front_matter(record: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The fields of a lesson record's file, in LoreKit's order."""
+def _object(holder: dict[str, Any], name: str) -> dict[str, Any]:
+    value = holder.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def front_matter(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """The lines of a lesson record's file, as (field, JSON text), in the file's order."""
     kept, source = _kept(record), record.get("source") or {}
     archived = record.get("archived_at") or record.get("updated_at")
     values: dict[str, Any] = {
         "scope": _spelling(kept.get("scope"), record["scope"], _scope_text),
-        "key": record["key"],
+        "key": _spelling(kept.get("key"), record["key"], validate_key),
         "tags": _spelling(kept.get("tags"), record.get("tags") or [], _tags),
         "created": ms(record.get("created_at")),
         "updated": ms(record.get("updated_at")),
@@ -120,9 +124,44 @@ def front_matter(record: dict[str, Any]) -> list[tuple[str, Any]]:
     # A field the file left out stays out while it still holds what reading fills in.
     omitted = set(kept.get("omitted") or ())
     implied = {"tags": [], "seen_count": 1, "updated": values["created"]}
-    lines = [(n, values[n]) for n in FIELDS if not (n in omitted and values[n] == implied.get(n))]
-    extra = kept.get("fields") or []
-    return lines + [(str(pair[0]), pair[1]) for pair in extra if len(pair) == 2]
+    written = [n for n in FIELDS if not (n in omitted and values[n] == implied.get(n))]
+    extra = _extra(kept)
+    lines = [(name, text) for name, text, anchor in extra if anchor is None]
+    for n in FIELDS:
+        lines += [(n, _json(values[n]))] if n in written else []
+        lines += [(name, text) for name, text, anchor in extra if anchor == n]
+    return lines
+
+
+def _extra(kept: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    """The fields LoreKit has and lorestore does not, in the file's order: each with its JSON
+    text as the file wrote it (while that still reads as the value kept: a store may reorder
+    an object's keys) and the known field it follows (None: it came first; by default, the
+    last, so after every known field)."""
+    raw, after = _object(kept, "raw"), _object(kept, "after")
+    out: list[tuple[str, str, str | None]] = []
+    for pair in kept.get("fields") or []:
+        if not (isinstance(pair, list) and len(pair) == 2):
+            continue
+        name, value = str(pair[0]), pair[1]
+        text = raw.get(name)
+        anchor = after.get(name, FIELDS[-1])
+        if anchor is not None and anchor not in FIELDS:
+            anchor = FIELDS[-1]
+        if not (isinstance(text, str) and _reads_as(text, value)):
+            text = _json(value)
+        out.append((name, text, anchor))
+    return out
+
+
+def _reads_as(text: str, value: Any) -> bool:
+    """Whether ``text`` is one line of JSON that reads as ``value`` (keys in any order)."""
+    if "\n" in text:
+        return False
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
 
 
 def _spelling(original: Any, value: Any, normalise: Any) -> Any:
@@ -142,19 +181,26 @@ def _tags(tags: list[str]) -> list[str]:
 
 
 def relative_path(record: dict[str, Any]) -> PurePosixPath:
+    """Where the lesson's file goes: where it was read from while that is still a file in its
+    scope's directory (spelled in any case, as scopes compare), else ``<scope dir>/<slug>.md``."""
     kept = _kept(record).get("file")
     canonical = scope_dir(parse_scope(record["scope"])) / f"{slug(record['key'])}.md"
-    if isinstance(kept, str) and kept.endswith(".md") and _under(kept, canonical.parent):
+    if isinstance(kept, str) and _in_folder(kept, canonical.parent):
         return PurePosixPath(kept)
     return canonical
 
 
-def _under(path: str, folder: PurePosixPath) -> bool:
-    return PurePosixPath(path).parent == folder and ".." not in PurePosixPath(path).parts
+def _in_folder(path: str, folder: PurePosixPath) -> bool:
+    """A relative ``.md`` file directly in ``folder``, its directories compared in lower case."""
+    kept = PurePosixPath(path)
+    if kept.is_absolute() or "\x00" in path or not kept.name.endswith(".md"):
+        return False
+    parts = kept.parent.parts
+    return ".." not in parts and tuple(p.lower() for p in parts) == folder.parts
 
 
 def file_text(record: dict[str, Any]) -> str:
-    lines = [f"{name}: {_json(value)}" for name, value in front_matter(record)]
+    lines = [f"{name}: {text}" for name, text in front_matter(record)]
     return "---\n" + "\n".join(lines) + "\n---\n" + str(record["value"]) + "\n"
 
 
@@ -169,19 +215,21 @@ def parse_file(text: str, path: str) -> dict[str, Any]:
     if end < 0:
         raise LoreKitError("the front matter has no closing '---' line")
     fields: dict[str, Any] = {}
+    texts: dict[str, str] = {}  # each field's JSON text as the file wrote it
     for line in text[4:end].split("\n"):
         name, sep, raw = line.partition(":")
         if not sep or not name or name in fields:
             raise LoreKitError(f"front matter line {line[:60]!r} is not a new 'name: value'")
+        texts[name] = raw.strip()
         try:
-            fields[name] = json.loads(raw.strip())
+            fields[name] = json.loads(texts[name])
         except ValueError as exc:
             raise LoreKitError(f"{name}: the value is not JSON ({exc})") from None
     body = text[end + 5 :]
-    return _record(fields, body.removesuffix("\n"), path)
+    return _record(fields, texts, body.removesuffix("\n"), path)
 
 
-def _record(fields: dict[str, Any], value: str, path: str) -> dict[str, Any]:
+def _record(fields: dict[str, Any], texts: dict[str, str], value: str, path: str) -> dict[str, Any]:
     for name in ("scope", "key", "created"):
         if not isinstance(fields.get(name), str):
             raise LoreKitError(f"the front matter needs {name} (a string)")
@@ -207,32 +255,55 @@ def _record(fields: dict[str, Any], value: str, path: str) -> dict[str, Any]:
         "expires_at": fields.get("expires_at"),
         "source": source,
     }
-    kept = _fidelity(fields, record, path)
+    kept = _fidelity(fields, texts, record, path)
     if kept:
         record["lorekit"] = kept
     return record
 
 
-def _fidelity(fields: dict[str, Any], record: dict[str, Any], path: str) -> dict[str, Any]:
+def _fidelity(
+    fields: dict[str, Any], texts: dict[str, str], record: dict[str, Any], path: str
+) -> dict[str, Any]:
     """What the file says that lorestore would otherwise normalise away."""
     kept: dict[str, Any] = {}
     try:
         scope = parse_scope(record["scope"])
+        key = validate_key(record["key"])
     except LorestoreError:
-        return kept  # the importer refuses the scope and says why
+        return kept  # the importer refuses the scope or key and says why
     if scope.text != record["scope"]:
         kept["scope"] = record["scope"]
+    if key != record["key"]:
+        kept["key"] = record["key"]
     if isinstance(record["tags"], list) and _spelling_differs(record["tags"]):
         kept["tags"] = record["tags"]
-    if path != str(scope_dir(scope) / f"{slug(record['key'])}.md"):
+    if path != str(scope_dir(scope) / f"{slug(key)}.md"):
         kept["file"] = path
-    unknown = [[name, value] for name, value in fields.items() if name not in FIELDS]
-    if unknown:
-        kept["fields"] = unknown
+    kept |= _unknown_fields(fields, texts)
     omitted = [name for name in FIELDS if name not in fields]
     if omitted:
         kept["omitted"] = omitted
     return kept
+
+
+def _unknown_fields(fields: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
+    """The fields lorestore does not know: their values in order (``fields``), their JSON text
+    (``raw``), and for each one a known field comes after, the known field it follows
+    (``after``, null when it comes first); the rest follow every known field."""
+    names = list(fields)
+    unknown = [name for name in names if name not in FIELDS]
+    if not unknown:
+        return {}
+    after: dict[str, str | None] = {}
+    for i, name in enumerate(names):
+        if name in FIELDS or not any(n in FIELDS for n in names[i + 1 :]):
+            continue
+        after[name] = next((n for n in reversed(names[:i]) if n in FIELDS), None)
+    kept: dict[str, Any] = {
+        "fields": [[name, fields[name]] for name in unknown],
+        "raw": {name: texts[name] for name in unknown},
+    }
+    return kept | ({"after": after} if after else {})
 
 
 def _spelling_differs(tags: list[Any]) -> bool:

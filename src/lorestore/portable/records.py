@@ -36,6 +36,9 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _TIMES = ("valid_from", "valid_to", "recorded_at", "created_at", "updated_at", "archived_at")
 _PLACEHOLDER_OWNER = {"user": "import"}  # replaced by the owner the scope resolves to
+# PostgreSQL keeps version numbers and seen_count in integer columns: both backends accept
+# only what it can hold, so a file that imports into one imports into the other.
+INT_MAX = 2**31 - 1
 
 
 class RecordError(ValueError):
@@ -229,10 +232,10 @@ def parse_lesson(record: Mapping[str, Any], *, derive_id: bool = False) -> Parse
 
 
 def _check_counts(lesson: Lesson) -> None:
-    if lesson.version < 1:
-        raise RecordError("version must be at least 1")
-    if lesson.seen_count < 0:
-        raise RecordError("seen_count cannot be negative")
+    if not 1 <= lesson.version <= INT_MAX:
+        raise RecordError(f"version must be from 1 to {INT_MAX}")
+    if not 0 <= lesson.seen_count <= INT_MAX:
+        raise RecordError(f"seen_count must be from 0 to {INT_MAX}")
 
 
 def _list(known: Mapping[str, Any], name: str) -> list[str]:
@@ -252,15 +255,16 @@ def _check_dependencies(items: Any) -> None:
         return
     if not isinstance(items, list):
         raise RecordError("depends_on must be a list")
-    paths = [item.get("path") for item in items if isinstance(item, dict)]
-    if len(set(paths)) != len(items):
-        raise RecordError("depends_on lists a path twice (or an item that is not an object)")
-    for item in items:
+    for item in items:  # every item's types first: a path that is a list cannot be hashed
+        if not isinstance(item, dict):
+            raise RecordError("each depends_on item must be an object")
         path = item.get("path")
         if not isinstance(path, str) or not path or path.startswith("/") or ".." in path.split("/"):
             raise RecordError(f"depends_on path {path!r} must be relative to the repository")
         if not isinstance(item.get("blob"), str) or not _BLOB.match(item["blob"]):
             raise RecordError(f"depends_on {path!r} has no git blob hash")
+    if len({item["path"] for item in items}) != len(items):
+        raise RecordError("depends_on lists a path twice")
 
 
 def _versions(lesson: Lesson, digest: str, raw: Any) -> tuple[LessonVersion, ...]:
@@ -285,8 +289,8 @@ def _versions(lesson: Lesson, digest: str, raw: Any) -> tuple[LessonVersion, ...
 
 def _check_versions(lesson: Lesson, digest: str, versions: list[LessonVersion]) -> None:
     numbers = [v.version for v in versions]
-    if len(set(numbers)) != len(numbers) or min(numbers) < 1:
-        raise RecordError("version numbers must be distinct and at least 1")
+    if len(set(numbers)) != len(numbers) or min(numbers) < 1 or max(numbers) > INT_MAX:
+        raise RecordError(f"version numbers must be distinct and from 1 to {INT_MAX}")
     served = next((v for v in versions if v.version == lesson.version), None)
     if served is None or served.state != "accepted" or served.value_digest != digest:
         raise RecordError(f"versions lack the served version {lesson.version} as accepted")
@@ -354,6 +358,22 @@ def parse_foreign(record: Mapping[str, Any]) -> ParsedForeign:
         scope_text = parse_scope(scope).text if isinstance(scope, str) else None
     except LorestoreError:
         scope_text = None
-    data = dict(record)
+    data = stored_form(record)
     digest = hashlib.sha256(dumps(data).encode("utf-8")).hexdigest()
     return ParsedForeign(str(record["type"]), scope_text, data, digest)
+
+
+def stored_form(value: Any) -> Any:
+    """A JSON value with its numbers as PostgreSQL's jsonb keeps them, so that both backends
+    store (and hash, and export) a kept record the same. jsonb holds a number as the decimal
+    its text spells: it has no ``-0.0``, and a float of 1e16 or more, which Python writes with
+    an exponent (``1e+16``), comes back without a fraction, as an integer."""
+    if isinstance(value, float):
+        if value == 0.0:
+            return 0.0
+        return int(value) if abs(value) >= 1e16 else value
+    if isinstance(value, dict):
+        return {k: stored_form(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [stored_form(v) for v in value]
+    return value

@@ -133,8 +133,17 @@ def _split_items(items: list[Any], shape: Shape, ident: str) -> tuple[list[Any],
         known, inner = split(item, shape)
         out.append(known)
         if inner:
-            kept[str(item.get(ident))] = inner
+            kept[_item_key(item.get(ident))] = inner
     return out, kept
+
+
+def _item_key(value: Any) -> str:
+    """An item's identifying value as ``ext`` keys it. A number is keyed by its integer value
+    when it has one: the model reads a version written ``1.0`` (or ``true``) as 1, and the
+    item is looked up by that 1 on export (a fractional version is refused by validation)."""
+    if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
+        value = int(value)
+    return str(value)
 
 
 def merge(known: Mapping[str, Any], ext: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
@@ -156,7 +165,9 @@ def merge(known: Mapping[str, Any], ext: Mapping[str, Any], shape: Shape) -> dic
 
 def _merge_items(items: list[Any], kept: Mapping[str, Any], shape: Shape, ident: str) -> list[Any]:
     return [
-        merge(item, kept.get(str(item.get(ident))) or {}, shape) if isinstance(item, dict) else item
+        merge(item, kept.get(_item_key(item.get(ident))) or {}, shape)
+        if isinstance(item, dict)
+        else item
         for item in items
     ]
 

@@ -12,7 +12,7 @@ from lorestore.core.audit import first_break
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
-from lorestore.core.search import decode_cursor, encode_cursor, query_terms
+from lorestore.core.search import decode_cursor, encode_cursor, invalid_cursor, query_terms
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.models import (
     Address,
@@ -34,6 +34,20 @@ from lorestore.models import (
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.storage.protocol import AuditFilter
+
+
+def _list_cursor(cursor: str) -> tuple[str, int]:
+    """A list cursor's (updated_at, pk): the time must be in the canonical form the store
+    wrote, since PostgreSQL would fail on any other text where SQLite compares it as such."""
+    at, pk = decode_cursor(cursor, (str, int))
+    assert isinstance(at, str) and isinstance(pk, int)
+    try:
+        canonical = normalise_ts(at, field="cursor")
+    except LorestoreError as exc:
+        raise invalid_cursor() from exc
+    if canonical != at:
+        raise invalid_cursor()
+    return at, pk
 
 
 class ReadOperations(ServiceBase):
@@ -94,10 +108,7 @@ class ReadOperations(ServiceBase):
         self._authorise(actor, "read", scope)
         tags = validate_tags(p.tags)
         limit = bounded("limit", p.limit, 1, 200)
-        after = None
-        if p.cursor:
-            at, pk = decode_cursor(p.cursor, (str, int))
-            after = (str(at), int(str(pk)))
+        after = _list_cursor(p.cursor) if p.cursor else None
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             page, more = tx.list_lessons(
                 self._owner_for(tx, actor, scope, write=False),

@@ -18,7 +18,13 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
 from lorestore.core.records import Dependency, Lesson, Source, format_ts, normalise_ts
 from lorestore.core.scope import Scope, parse_scope
-from lorestore.core.validation import validate_key, validate_tags, validate_ttl, validate_value
+from lorestore.core.validation import (
+    validate_address,
+    validate_key,
+    validate_tags,
+    validate_ttl,
+    validate_value,
+)
 from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, is_expired, owner_dict, version_of
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
@@ -81,6 +87,7 @@ class WriteOperations(ServiceBase):
         scope = parse_scope(p.scope)
         self._authorise(actor, "write", scope.text)
         key, value = validate_key(p.key), validate_value(p.value)
+        validate_address(scope.text, key)
         tags = None if p.tags is None else list(validate_tags(p.tags))
         ttl = validate_ttl(p.ttl_days)
         if ttl is not None and p.clear_ttl:
@@ -218,6 +225,9 @@ class WriteOperations(ServiceBase):
         )
         tx.save_lesson(stored.pk, updated, digest, None)
         tx.insert_version(stored.pk, version_of(updated, digest, actor))
+        # seen_count restarts at this version: sessions that wrote the value while an
+        # earlier version served it must count again, or A -> B -> A could never corroborate.
+        tx.clear_sessions(stored.pk)
         if session:
             tx.add_session(stored.pk, digest, session, changes["updated_at"])
         self._audit(

@@ -127,6 +127,10 @@ class Transaction(Protocol):
     def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
         """Record that ``session`` wrote this value; True when the session is new."""
 
+    def clear_sessions(self, pk: int) -> None:
+        """Forget which sessions wrote the lesson's earlier values: a new version counts the
+        sessions that write it from the start, even when its value was current before."""
+
     def find_tombstone(
         self, owner: str, scopes: Sequence[str], value_digest: str
     ) -> Tombstone | None: ...

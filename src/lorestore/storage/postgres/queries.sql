@@ -79,6 +79,10 @@ VALUES ((SELECT owner FROM lessons WHERE pk = %(pk)s), %(pk)s, %(value_digest)s,
     %(at)s::timestamptz)
 ON CONFLICT DO NOTHING;
 
+-- name: clear_sessions
+-- Forget the sessions of every earlier value when a new version starts.
+DELETE FROM lesson_sessions WHERE lesson_pk = %(pk)s;
+
 -- name: compact_search_index
 -- GIN entries of deleted rows go with the row; nothing to rewrite (kept for the protocol).
 SELECT 1;

@@ -155,6 +155,9 @@ class PostgresTransaction(PortablePrimitives):
         params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
         return self._exec("add_session", params).rowcount == 1
 
+    def clear_sessions(self, pk: int) -> None:
+        self._exec("clear_sessions", {"pk": pk})
+
     def find_tombstone(
         self, owner: str, scopes: Sequence[str], value_digest: str
     ) -> Tombstone | None:

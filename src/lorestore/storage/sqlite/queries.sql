@@ -110,6 +110,10 @@ ORDER BY coalesce(accepted_at, recorded_at) DESC, version DESC LIMIT 1;
 INSERT OR IGNORE INTO lesson_sessions (lesson_pk, value_digest, session, first_seen)
 VALUES (:pk, :value_digest, :session, :at);
 
+-- name: clear_sessions
+-- Forget the sessions of every earlier value when a new version starts.
+DELETE FROM lesson_sessions WHERE lesson_pk = :pk;
+
 -- name: find_tombstone
 -- A live tombstone for this value at any of the given scopes.
 SELECT * FROM tombstones

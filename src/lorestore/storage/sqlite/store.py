@@ -167,6 +167,9 @@ class SQLiteTransaction(PortablePrimitives):
         )
         return cur.rowcount == 1
 
+    def clear_sessions(self, pk: int) -> None:
+        self._conn.execute(Q["clear_sessions"], {"pk": pk})
+
     def find_tombstone(
         self, owner: str, scopes: Sequence[str], value_digest: str
     ) -> Tombstone | None:
@@ -411,17 +414,47 @@ class SQLiteTransaction(PortablePrimitives):
         self._conn.execute(Q["set_policy"], policy_params(owner, policy, by=by, at=at))
 
 
+def _unusable(path: str | Path, exc: Exception) -> LorestoreError:
+    """A path SQLite cannot open or a file that is not a lesson store: a configuration error,
+    like an unreachable PostgreSQL."""
+    return LorestoreError(
+        "config_error",
+        f"cannot open the SQLite store at {path}: {exc}",
+        hint="check LORESTORE_DATABASE_URL (sqlite:///PATH) or LORESTORE_HOME: the path must "
+        "name a lorestore SQLite file, or a new file in a directory that can be created",
+    )
+
+
 class SQLiteStore:
     """A lesson store in one SQLite file; migrates it on open."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                str(path),
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise _unusable(path, exc) from exc
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as exc:
+            self._conn.close()
+            raise _unusable(path, exc) from exc
+        except BaseException:
+            self._conn.close()
+            raise
+        self._registered: set[str] = set()
+        self._bulk = BulkLoad(self._conn, self._lock)
+
+    def _open(self) -> None:
+        """Set the connection up and migrate the file; an unusable file raises here."""
         self._conn.row_factory = sqlite3.Row
         self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self._conn.execute("PRAGMA journal_mode = WAL")
@@ -437,8 +470,6 @@ class SQLiteStore:
         if fts_automerge(self._conn) != FTS_AUTOMERGE:  # an import died before turning it on
             set_fts_automerge(self._conn, FTS_AUTOMERGE)
         self._conn.execute(Q["lesson_docs"])
-        self._registered: set[str] = set()
-        self._bulk = BulkLoad(self._conn, self._lock)
 
     def _migrate(self) -> list[migrations.Migration]:
         with self._lock:

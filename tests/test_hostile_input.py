@@ -1,0 +1,211 @@
+"""Input a reviewer crafted to break the store: NUL characters, booleans for numbers,
+hand-made cursors, letters whose lower case is two characters, and queries of stop words.
+Each refusal is checked on both backends through the catalog (as every surface parses its
+arguments), beside a positive control, and then through the CLI and MCP where the surface
+matters."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import Cli
+from tests.test_mcp import Tools, run_mcp
+
+from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
+from lorestore.operations import BY_NAME
+from lorestore.service import LessonService
+
+S = "repo::acme/app"
+
+
+def call(service: LessonService, operation: str, **arguments: Any) -> dict[str, Any]:
+    """Run an operation as a surface does: parse the raw arguments, then invoke the service."""
+    op = BY_NAME[operation]
+    actor = local_actor(session=str(arguments.pop("_session", "s1")))
+    result: dict[str, Any] = op.invoke(service, actor, op.parse(arguments)).model_dump()
+    return result
+
+
+def refused(service: LessonService, operation: str, **arguments: Any) -> LorestoreError:
+    with pytest.raises(LorestoreError) as err:
+        call(service, operation, **arguments)
+    assert err.value.bad_input and err.value.hint, err.value.to_dict()
+    return err.value
+
+
+def cursor(*parts: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode().rstrip("=")
+
+
+def test_nul_is_refused_in_every_string_on_both_backends(service: LessonService) -> None:
+    assert refused(service, "memory_write", scope=S, key="k", value="a\x00b").code == (
+        "invalid_value"
+    )
+    assert refused(service, "memory_write", scope=S, key="k\x00", value="v").code == ("invalid_key")
+    assert refused(service, "memory_write", scope=S, key="k", value="v", tags=["a\x00"]).code == (
+        "invalid_tags"
+    )
+    source = refused(service, "memory_write", scope=S, key="k", value="v", source={"url": "\x00"})
+    assert (source.code, source.details["field"]) == ("invalid_argument", "source.url")
+    assert refused(service, "memory_recall", repo="acme/app", task="\x00").code == (
+        "invalid_argument"
+    )
+    assert call(service, "memory_scopes")["scopes"] == []  # nothing was stored
+    # Positive controls: the same calls without the NUL.
+    assert call(service, "memory_write", scope=S, key="k", value="ab", source={"url": "u"})
+    assert refused(service, "memory_archive", scope=S, key="k", reason="why\x00").code == (
+        "invalid_argument"
+    )
+    assert refused(service, "memory_dispute", scope=S, key="k", reason="\x00").code == (
+        "invalid_argument"
+    )
+    assert call(service, "memory_read", scope=S, key="k")["lesson"]["status"] == "active"
+    assert call(service, "memory_archive", scope=S, key="k", reason="why")["lesson"]["status"] == (
+        "archived"
+    )
+    recalled = call(service, "memory_recall", repo="acme/app", task="deploy notes")
+    assert recalled["recall_id"]
+
+
+def test_booleans_are_not_numbers(service: LessonService) -> None:
+    write = {"scope": S, "key": "k", "value": "v"}
+    assert refused(service, "memory_write", **write, ttl_days=True).code == "invalid_ttl"
+    assert refused(service, "memory_write", **write, if_version=False).code == "invalid_argument"
+    assert refused(service, "memory_list", scope=S, limit=True).code == "invalid_argument"
+    assert refused(service, "memory_recall", repo="acme/app", budget=True).code == (
+        "invalid_argument"
+    )
+    assert call(service, "memory_scopes")["scopes"] == []
+    # Positive controls: numbers, and numbers as text (REST query parameters are text).
+    created = call(service, "memory_write", **write, ttl_days=1, if_version=0)["lesson"]
+    assert created["expires_at"] is not None
+    assert len(call(service, "memory_list", scope=S, limit="1")["lessons"]) == 1
+
+
+def test_hand_made_cursors_are_invalid_cursor(service: LessonService) -> None:
+    for key in ("a", "b", "c"):
+        call(service, "memory_write", scope=S, key=key, value=f"lesson {key}")
+    first = call(service, "memory_list", scope=S, limit=1)
+    second = call(service, "memory_list", scope=S, limit=1, cursor=first["next_cursor"])
+    assert len(second["lessons"]) == 1  # positive control: an issued cursor pages on
+    at = first["lessons"][0]["updated_at"]
+    for bad in (
+        cursor("x", True),
+        cursor("x", 10**30),
+        cursor("x", 5),  # not a time: PostgreSQL would fail casting it
+        cursor(at, 0),
+        cursor(at, -1),
+        cursor(at, 2**63),
+        cursor(at + "\x00", 1),
+        "WyJ4Iix0cnVlXQ",
+        "not base64!",
+        cursor({"a": 1}),
+    ):
+        assert refused(service, "memory_list", scope=S, cursor=bad).code == "invalid_cursor"
+    assert call(service, "memory_list", scope=S, cursor=cursor(at, 2**63 - 1))["lessons"]
+    audit = call(service, "memory_audit", limit=1)
+    assert len(call(service, "memory_audit", limit=1, cursor=audit["next_cursor"])["events"]) == 1
+    for bad in (cursor(10**30), cursor(True), cursor(0), "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDBd"):
+        assert refused(service, "memory_audit", cursor=bad).code == "invalid_cursor"
+
+
+@pytest.mark.parametrize(
+    ("value", "queries"),
+    [
+        ("İstanbul deploy notes", ["İstanbul", "İSTANBUL", "istanbul"]),
+        ("ΣΊΣΥΦΟΣ rollout checklist", ["ΣΊΣΥΦΟΣ", "σίσυφοσ"]),
+        ("KELVİN scale and ǅemal", ["KELVİN", "kelvin", "ǄEMAL"]),
+    ],
+)
+def test_letters_that_lower_to_two_characters_are_found(
+    service: LessonService, value: str, queries: list[str]
+) -> None:
+    call(service, "memory_write", scope=S, key="k", value=value)
+    call(service, "memory_write", scope=S, key="other", value="unrelated lesson text")
+    for query in queries:
+        hits = call(service, "memory_search", query=query, scopes=[S])["hits"]
+        assert [h["lesson"]["key"] for h in hits] == ["k"], query
+
+
+def test_a_query_of_stop_words_is_refused_alike_on_both_backends(service: LessonService) -> None:
+    call(service, "memory_write", scope=S, key="k", value="Where is the config file")
+    for query in ("the", "where is the", "The. IS"):
+        error = refused(service, "memory_search", query=query, scopes=[S])
+        assert error.code == "invalid_argument" and "stop words" in error.message
+    # Positive controls: one word that is not a stop word is enough.
+    for query in ("config", "where is the config"):
+        hits = call(service, "memory_search", query=query, scopes=[S])["hits"]
+        assert [h["lesson"]["key"] for h in hits] == ["k"], query
+    # Recall treats such a task as no task rather than failing.
+    assert call(service, "memory_recall", repo="acme/app", task="where is the")["recall_id"]
+
+
+def test_cli_refuses_nul_and_hand_made_cursors_with_exit_2(cli: Cli) -> None:
+    nul = cli("write", S, "k", "--json", input="a\x00b")
+    assert nul.exit_code == 2 and nul.error()["code"] == "invalid_value"
+    for args in (
+        ("list", "global", "--cursor", "WyJ4Iix0cnVlXQ"),
+        ("list", "global", "--cursor", cursor("x", 10**30)),
+        ("audit", "--cursor", "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDBd"),
+    ):
+        result = cli(*args, "--json")
+        assert result.exit_code == 2 and result.error()["code"] == "invalid_cursor", args
+    assert cli("search", "the", "-s", S, "--json").exit_code == 2
+    # Positive controls.
+    assert cli.ok("write", S, "k", input="ab")["result"] == "created"
+    assert cli.ok("list", S)["lessons"][0]["value"] == "ab"
+    assert cli.ok("audit")["events"]
+
+
+def test_mcp_refuses_booleans_nul_and_bad_cursors_as_tool_errors(home: Path) -> None:
+    async def scenario(tools: Tools) -> None:
+        write = {"scope": S, "key": "k", "value": "v"}
+        assert (await tools.error("memory_write", **write, ttl_days=True))["code"] == (
+            "invalid_ttl"
+        )
+        assert (await tools.error("memory_write", scope=S, key="k", value="a\x00"))["code"] == (
+            "invalid_value"
+        )
+        assert (await tools.ok("memory_scopes"))["scopes"] == []
+        created = await tools.ok("memory_write", **write, ttl_days=2)
+        assert created["lesson"]["expires_at"] is not None
+        await tools.ok("memory_write", scope=S, key="k2", value="İstanbul deploy notes")
+        assert (await tools.error("memory_list", scope=S, limit=True))["code"] == (
+            "invalid_argument"
+        )
+        page = await tools.ok("memory_list", scope=S, limit=1)
+        assert len(page["lessons"]) == 1 and page["next_cursor"]
+        for bad in ("WyJ4Iix0cnVlXQ", cursor("x", 10**30)):
+            assert (await tools.error("memory_list", scope=S, cursor=bad))["code"] == (
+                "invalid_cursor"
+            )
+        hits = await tools.ok("memory_search", query="İstanbul", scopes=[S])
+        assert [h["lesson"]["key"] for h in hits["hits"]] == ["k2"]
+
+    run_mcp(home, scenario)
+
+
+def test_an_address_too_large_for_an_index_entry_is_refused_on_both(
+    service: LessonService,
+) -> None:
+    """512 four-byte characters under a branch of 200 four-byte characters: PostgreSQL's btree
+    cannot hold the entry, so both backends refuse it with invalid_key."""
+    rng = random.Random(7)  # varied letters: PostgreSQL compresses a run of one letter
+    letters = [chr(rng.randrange(0x20000, 0x2A6E0)) for _ in range(712)]
+    wide_branch = "branch::acme/app::" + "".join(letters[:200])
+    wide_key = "".join(letters[200:])
+    error = refused(service, "memory_write", scope=wide_branch, key=wide_key, value="v")
+    assert error.code == "invalid_key" and error.details["limit"] == 2400
+    assert call(service, "memory_scopes")["scopes"] == []
+    # Positive controls: the widest key under a short scope, a wide branch with a shorter key.
+    for scope, key in ((S, wide_key), (wide_branch, wide_key[:300])):
+        assert call(service, "memory_write", scope=scope, key=key, value="v")["result"] == (
+            "created"
+        )
+        assert call(service, "memory_read", scope=scope, key=key)["lesson"]["key"] == key
