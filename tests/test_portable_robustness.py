@@ -188,6 +188,14 @@ def test_a_value_no_backend_can_hold_is_an_invalid_line(
     assert result.lessons.added == 2  # the lessons on either side land
 
 
+def test_an_address_too_big_for_the_index_is_an_invalid_line(service: LessonService) -> None:
+    # memory_write refuses it (validate_address); an import must too, not lose its batch.
+    big = lesson("\U00020000" * 512, "v", scope="branch::acme/app::" + "\u00e9" * 200)
+    result, problems = _invalid(service, [line(big)])
+    assert [n for n, _ in problems] == [3] and "bytes" in problems[0][1]
+    assert result.lessons.added == 2  # the lessons on either side land
+
+
 def test_the_largest_integers_postgresql_holds_land_on_both_backends(
     service: LessonService,
 ) -> None:

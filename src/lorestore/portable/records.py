@@ -23,7 +23,12 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
 from lorestore.core.records import Lesson, LessonVersion, normalise_ts
 from lorestore.core.scope import Scope, parse_scope
-from lorestore.core.validation import validate_key, validate_tags, validate_value
+from lorestore.core.validation import (
+    validate_address,
+    validate_key,
+    validate_tags,
+    validate_value,
+)
 from lorestore.portable.shapes import LESSON, POLICY, TOMBSTONE, canonical, merge, split
 from lorestore.storage.protocol import ForeignRecord, PolicyRecord, PolicyRow, Tombstone
 from lorestore.storage.rows import dumps
@@ -211,6 +216,7 @@ def parse_lesson(record: Mapping[str, Any], *, derive_id: bool = False) -> Parse
         "owner": _PLACEHOLDER_OWNER,
         "ext": ext,
     }
+    validate_address(known["scope"], known["key"])
     for name in _TIMES:
         _time(known, name, required=name in ("recorded_at", "created_at", "updated_at"))
     _time(known, "expires_at", required=False)
