@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 from tests.conftest import dump_text
 
-from lorestore.auth.actor import local_actor, local_agent
+from lorestore.auth.actor import Actor, local_actor, local_agent
 from lorestore.core.audit import first_break
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
     Address,
     AuditParams,
+    ChangeParams,
     DisputeParams,
     ListParams,
     ReadParams,
@@ -313,3 +314,102 @@ def test_every_correction_is_audited_with_reason_and_the_chain_holds(service, st
     assert (events[-1].before_version, events[-1].after_version) == (1, 2)
     with store.transaction(write=False, actor="user:local") as tx:
         assert first_break(tx.audit_chain("user:local")) is None
+
+
+def test_a_rejected_value_does_not_come_back_with_an_archived_copy(service: LessonService) -> None:
+    write(service, WRONG, key="copy")
+    service.memory_archive(PERSON, ChangeParams(scope=S, key="copy"))
+    write(service, WRONG, key="orig", scope="global")
+    reject(service, key="orig", scope="global")  # reaches the archived copy too
+    service.memory_restore(PERSON, ChangeParams(scope=S, key="copy"))
+    assert code_of(lambda: read(service, key="copy")) == "not_found"  # restored, never served
+    listed = service.memory_list(PERSON, ListParams(scope=S)).lessons
+    assert [lesson.key for lesson in listed] == []
+    # The positive control: an archived copy of a value nobody rejected comes back served.
+    write(service, "Run make lint before pushing", key="fine")
+    service.memory_archive(PERSON, ChangeParams(scope=S, key="fine"))
+    service.memory_restore(PERSON, ChangeParams(scope=S, key="fine"))
+    assert read(service, key="fine").value == "Run make lint before pushing"
+
+
+def test_restore_checks_the_tombstones_a_confined_reviewer_left(service: LessonService) -> None:
+    # A reviewer confined to global rejects there: the tombstone covers narrower scopes, but
+    # the copy in repo::acme/app is beyond the token, so it is not rejected. Restoring that
+    # copy must still be refused.
+    confined = Actor(
+        "user:local", "user:local", frozenset({"read", "write", "review"}), scopes=("global",)
+    )
+    write(service, WRONG, key="copy")
+    service.memory_archive(PERSON, ChangeParams(scope=S, key="copy"))
+    write(service, WRONG, key="orig", scope="global")
+    service.memory_reject(
+        confined, RejectParams(scope="global", key="orig", reason="hides a real race")
+    )
+    restore = lambda: service.memory_restore(PERSON, ChangeParams(scope=S, key="copy"))  # noqa: E731
+    assert code_of(restore) == "rejected_value"
+    history = service.memory_history(PERSON, Address(scope=S, key="copy"))
+    assert (history.status, history.trust) == ("archived", "candidate")  # nothing changed
+    write(service, "Run make lint before pushing", key="fine")  # the positive control
+    service.memory_archive(PERSON, ChangeParams(scope=S, key="fine"))
+    service.memory_restore(PERSON, ChangeParams(scope=S, key="fine"))
+    assert read(service, key="fine").status == "active"
+
+
+def test_accepting_a_revision_refuses_a_value_rejected_since(service: LessonService) -> None:
+    write(service, "Deploy on Tuesdays", actor=PERSON)
+    verify(service)
+    assert write(service, WRONG).result == "proposed"
+    write(service, WRONG, key="x")
+    reject(service, key="x")
+    assert code_of(lambda: verify(service, revision=True)) == "rejected_value"
+    assert read(service).value == "Deploy on Tuesdays"  # still the verified value
+    reject(service, revision=True)  # the reviewer can still refuse the proposal
+    assert read(service).pending_revision is False
+    # The positive control: a proposal whose value nobody rejected is accepted.
+    write(service, "Deploy on Wednesdays")
+    assert verify(service, revision=True).value == "Deploy on Wednesdays"
+
+
+def test_an_agent_cannot_name_other_sessions_to_corroborate_itself(
+    service: LessonService,
+) -> None:
+    agent = local_agent(session="process-1")
+    for session in ("a", "b", "c"):
+        lesson = write(service, "same", actor=agent, session=session).lesson
+    assert (lesson.seen_count, lesson.trust) == (1, "candidate")
+    # The positive controls: a person may name sessions (the CLI's --session), and three
+    # agent processes corroborate.
+    for session in ("a", "b", "c"):
+        lesson = write(service, "other", key="p", actor=PERSON, session=session).lesson
+    assert (lesson.seen_count, lesson.trust) == (3, "corroborated")
+    for session in ("p2", "p3"):
+        lesson = write(service, "same", actor=local_agent(session=session)).lesson
+    assert (lesson.seen_count, lesson.trust) == (3, "corroborated")
+
+
+def test_a_ttl_sent_with_a_proposal_applies_to_the_served_lesson(
+    service: LessonService, clock
+) -> None:  # type: ignore[no-untyped-def]
+    write(service, "Deploy on Tuesdays", actor=PERSON, ttl_days=1)
+    verify(service)
+    clock.advance(hours=12)
+    proposed = write(service, "Deploy on Wednesdays", ttl_days=30)
+    assert proposed.result == "proposed"
+    clock.advance(days=2)  # past the first expiry, inside the renewed one
+    assert read(service).value == "Deploy on Tuesdays"
+    assert verify(service, revision=True).value == "Deploy on Wednesdays"
+    assert read(service).expires_at == proposed.lesson.expires_at
+    cleared = write(service, "Deploy on Thursdays", clear_ttl=True)
+    assert cleared.result == "proposed" and cleared.lesson.expires_at is None
+
+
+def test_a_new_value_for_a_disputed_lesson_supersedes_its_proposal(service: LessonService) -> None:
+    write(service, "Deploy on Tuesdays", actor=PERSON)
+    verify(service)
+    write(service, "Deploy on Wednesdays")  # proposed
+    service.memory_dispute(AGENT, DisputeParams(scope=S, key="k", reason="not since June"))
+    result = write(service, "Deploy on Thursdays")
+    assert (result.result, result.lesson.pending_revision) == ("updated", False)
+    states = [v.state for v in service.memory_history(PERSON, Address(scope=S, key="k")).versions]
+    assert states == ["accepted", "superseded", "accepted"]
+    assert code_of(lambda: verify(service, revision=True)) == "conflict"  # nothing pending

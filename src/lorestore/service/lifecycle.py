@@ -16,7 +16,9 @@ from lorestore.models import (
     PurgeParams,
     PurgeResult,
 )
+from lorestore.core.scope import parse_scope
 from lorestore.service.base import ServiceBase, address, bounded
+from lorestore.service.writes import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Transaction
 
 PURGE_BATCH = 500
@@ -38,6 +40,9 @@ class LifecycleOperations(ServiceBase):
             stored = self._existing(tx, owner, scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)
+            if status == "active" and stored.lesson.trust != "rejected":
+                # A value rejected while this copy was archived must not come back with it.
+                check_tombstone(tx, owner, parse_scope(scope), stored.value_digest)
             updated = stored.lesson.model_copy(
                 update={
                     "status": status,

@@ -25,6 +25,7 @@ from lorestore.models import (
     VerifyParams,
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served, owner_key
+from lorestore.service.writes import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
@@ -82,6 +83,8 @@ class ReviewOperations(ServiceBase):
     ) -> Lesson:
         lesson = stored.lesson
         proposal = self._proposal(tx, stored)
+        # The proposed value may have been rejected elsewhere since it was proposed.
+        check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), proposal.value_digest)
         tx.set_version_state(stored.pk, proposal.version, "accepted", accepted_at=review.at)
         updated = lesson.model_copy(
             update={

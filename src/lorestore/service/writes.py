@@ -98,7 +98,10 @@ class WriteOperations(ServiceBase):
             raise LorestoreError("invalid_time", "valid_to is before valid_from")
         digest = value_digest(value)
         depends_on = _dependencies(p.depends_on)
-        session = p.session or actor.session
+        # An agent's session is its process's (or its connection's): one it names itself in
+        # the call cannot count as another session towards corroboration.
+        session = actor.session if not actor.is_person and actor.session else p.session
+        session = session or actor.session
         source = (p.source or Source()).model_copy(
             update={"session": session, "agent": (p.source and p.source.agent) or actor.agent}
         )
@@ -214,6 +217,8 @@ class WriteOperations(ServiceBase):
         changes: dict[str, Any],
     ) -> WriteResult:
         lesson = stored.lesson
+        if stored.pending_version is not None:  # a proposal this write overtakes (a disputed
+            tx.set_version_state(stored.pk, stored.pending_version, "superseded")  # lesson)
         updated = lesson.model_copy(
             update=changes
             | {
@@ -221,6 +226,7 @@ class WriteOperations(ServiceBase):
                 "seen_count": 1,
                 "trust": "candidate",
                 "review": None,
+                "pending_revision": False,
             }
         )
         tx.save_lesson(stored.pk, updated, digest, None)
@@ -252,17 +258,25 @@ class WriteOperations(ServiceBase):
         """A new value for a verified lesson waits for review; the verified one stays served."""
         lesson = stored.lesson
         pending = stored.pending_version
+        # A TTL renewed or cleared with the proposal applies now, to the lesson served.
+        served = lesson.model_copy(
+            update={
+                "updated_at": changes["updated_at"],
+                "expires_at": changes["expires_at"],
+                "pending_revision": True,
+            }
+        )
         if pending is not None:
             proposal = tx.version(stored.pk, lesson.id, pending)
             if proposal is not None and proposal.value_digest == digest:
+                if served.expires_at != lesson.expires_at:
+                    tx.save_lesson(stored.pk, served, stored.value_digest, pending)
+                    return WriteResult(result="proposed", lesson=served)
                 return WriteResult(result="proposed", lesson=lesson)
             tx.set_version_state(stored.pk, pending, "superseded")
         number = tx.max_version(stored.pk) + 1
         candidate = lesson.model_copy(update=changes | {"version": number})
         tx.insert_version(stored.pk, version_of(candidate, digest, actor, state="proposed"))
-        served = lesson.model_copy(
-            update={"updated_at": changes["updated_at"], "pending_revision": True}
-        )
         tx.save_lesson(stored.pk, served, stored.value_digest, number)
         self._audit(
             tx,

@@ -108,9 +108,10 @@ WHERE owner = %(owner)s AND scope = %(scope)s AND value_digest = %(value_digest)
   AND lifted_at IS NULL;
 
 -- name: lessons_with_digest
--- Active lessons of an owner serving a value with this digest, in any scope.
+-- Lessons of an owner serving a value with this digest, in any scope, archived ones too (a
+-- rejection reaches the copies a restore would bring back).
 SELECT * FROM lessons
-WHERE owner = %(owner)s AND value_digest = %(value_digest)s AND status = 'active';
+WHERE owner = %(owner)s AND value_digest = %(value_digest)s;
 
 -- name: review_queue
 -- What awaits a person, most urgent first (see the SQLite twin for the reasons).

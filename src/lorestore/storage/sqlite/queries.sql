@@ -132,9 +132,10 @@ UPDATE tombstones SET lifted_at = :at, lifted_by = :lifted_by, lift_reason = :re
 WHERE owner = :owner AND scope = :scope AND value_digest = :value_digest AND lifted_at IS NULL;
 
 -- name: lessons_with_digest
--- Active lessons of an owner serving a value with this digest, in any scope.
+-- Lessons of an owner serving a value with this digest, in any scope, archived ones too (a
+-- rejection reaches the copies a restore would bring back).
 SELECT * FROM lessons
-WHERE owner = :owner AND value_digest = :value_digest AND status = 'active';
+WHERE owner = :owner AND value_digest = :value_digest;
 
 -- name: review_queue
 -- What awaits a person: disputes, proposed revisions, corroborated and recurring candidates,
