@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.core.records import format_ts
+from lorestore.core.scope import parse_scope
 from lorestore.models import (
     ChangeParams,
     DeleteParams,
@@ -16,7 +17,6 @@ from lorestore.models import (
     PurgeParams,
     PurgeResult,
 )
-from lorestore.core.scope import parse_scope
 from lorestore.service.base import ServiceBase, address, bounded
 from lorestore.service.writes import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Transaction
