@@ -179,3 +179,37 @@ def test_a_token_over_its_rate_is_429_with_retry_after(api: Api) -> None:
     assert error_of(limited, 429)["code"] == "rate_limited"
     assert int(limited.headers["retry-after"]) >= 1
     assert api.post("memory_scopes", token=other).status_code == 200  # another token is not
+
+
+def test_a_confined_token_cannot_explain_a_recall_beyond_its_scopes(api: Api) -> None:
+    api.ok("memory_write", {"scope": OTHER, "key": "deploy-key", "value": "in vault path X"})
+    api.ok("memory_write", {"scope": S, "key": "k", "value": "inside"})
+    task = {"repo": "other/app", "task": "rotate the prod database password"}
+    theirs = api.ok("memory_recall", task)["recall_id"]
+    confined = api.mint(permission="read", scopes=["repo::acme/*"])
+    refused = api.post("memory_explain", {"recall_id": theirs}, token=confined)
+    body = error_of(refused, 404)
+    assert body["code"] == "not_found" and "other" not in json.dumps(body)
+    # The positive controls: the token explains its own recall; the unconfined one both.
+    mine = api.post("memory_recall", {"repo": "acme/app"}, token=confined).json()["recall_id"]
+    explained = api.post("memory_explain", {"recall_id": mine}, token=confined).json()
+    assert [e["key"] for e in explained["offered"]] == ["k"]
+    assert api.ok("memory_explain", {"recall_id": theirs})["context"]["task"] == task["task"]
+
+
+def test_import_refuses_a_repeated_query_parameter_and_writes_nothing(api: Api) -> None:
+    line = (
+        '{"type":"lesson","id":"11111111-1111-4111-8111-000000000001","scope":"global",'
+        '"key":"dr1","value":"v","version":1,"recorded_at":"2026-01-01T00:00:00Z",'
+        '"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}\n'
+    )
+    headers = {"Content-Type": "application/x-ndjson", "Authorization": f"Bearer {api.token}"}
+    for query in ("dry_run=true&dry_run=false", "format=jsonl&format=lorekit"):
+        answer = api.client.post(f"/api/v1/memory_import?{query}", content=line, headers=headers)
+        assert error_of(answer, 400)["code"] == "invalid_argument", query
+    gone = api.post("memory_read", {"scope": "global", "key": "dr1"})
+    assert error_of(gone, 404)["code"] == "not_found"
+    landed = api.client.post(  # the positive control: named once, it is obeyed
+        "/api/v1/memory_import?dry_run=false", content=line, headers=headers
+    )
+    assert landed.json()["lessons"]["added"] == 1

@@ -200,3 +200,15 @@ def test_remote_recall_checks_depends_on_files_with_local_git(both: Both, work_t
     (work_tree / "tests" / "conftest.py").unlink()
     gone = both.remote("recall", "--json").json()
     assert gone["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]
+
+
+def test_a_remote_import_prints_the_problems_a_local_one_does(both: Both, tmp_path: Path) -> None:
+    good = (
+        '{"type":"lesson","id":"11111111-1111-4111-8111-00000000000%d","scope":"global",'
+        '"key":"k%d","value":"v%d","version":1,"recorded_at":"2026-01-01T00:00:00Z",'
+        '"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}'
+    )
+    source = tmp_path / "mixed.jsonl"
+    source.write_text("\n".join([good % (1, 1, 1), "{not json", good % (2, 2, 2)]) + "\n")
+    result = both.same("import", str(source), "--dry-run")  # stdout, stderr, exit alike
+    assert "invalid_record" in result.stderr and "line 2" in result.stderr

@@ -135,18 +135,21 @@ def _import(
     source: _Source,
     show: Callable[[Problem], None] | None,
 ) -> ImportResult:
+    result: ImportResult
     with progress("importing", source.total, show is not None) as advance:
         if settings.remote:
             client = remote_client(settings)
             try:
                 if source.chunks is None:
-                    return _remote_tree(client, params, source.records, advance)
-                result: ImportResult = client.import_chunks(
-                    params, _advancing(source.chunks, advance)
-                )
-                return result
+                    result = _remote_tree(client, params, source.records, advance)
+                else:
+                    result = client.import_chunks(params, _advancing(source.chunks, advance))
             finally:
                 client.close()
+            if show is not None:  # the server's problems, as a local import prints them
+                for problem in result.problems:
+                    show(problem)
+            return result
         from lorestore.composition import build_service
 
         service = build_service(settings)

@@ -46,6 +46,16 @@ def _policy(rows: list[PolicyRow], scope: str) -> tuple[ScopePolicy, str | None]
     return ScopePolicy(row.revision_policy, row.require_review), inherited  # type: ignore[arg-type]
 
 
+def _covers(actor: Actor, record: RecallRecord) -> bool:
+    """Whether a token confined to some scopes covers every scope a logged recall names: its
+    ladder and each lesson it offered or held (the context's task text goes with them)."""
+    if actor.scopes is None:
+        return True
+    named = {*record.context.get("ladder", []), *(e["scope"] for e in record.offered)}
+    named |= {e["scope"] for e in record.held}
+    return all(scope_allowed(actor.scopes, parse_scope(scope)) for scope in named)
+
+
 def _logged(d: Decision) -> dict[str, Any]:
     lesson = d.candidate.lesson
     return {
@@ -177,6 +187,8 @@ class RecallOperations(ServiceBase):
             # Recall ids are UUIDs, written lower-case; PostgreSQL's uuid type reads any case.
             recall_id = p.recall_id.strip().lower()
             record = tx.get_recall(self._readable_owners(tx, actor), recall_id)
+        if record is not None and not _covers(actor, record):
+            record = None  # a confined token sees no trace of scopes beyond it, not even this
         if record is None:
             raise LorestoreError(
                 "not_found",

@@ -88,7 +88,9 @@ async def _import(op: Operation, service: LessonService, request: Request) -> Re
     request.scope[OPERATION_KEY] = op.name
     try:
         actor = actor_of(request.scope)
-        params = op.parse(dict(request.query_params))
+        # Scalars only (format, dry_run): a name given twice is passed as a list, and refused.
+        query = request.query_params
+        params = op.parse({n: v[0] if len(v := query.getlist(n)) == 1 else v for n in query})
         assert isinstance(params, ImportParams)
         body = request.stream().__aiter__()
         records = read_records(_pull(body))
