@@ -295,3 +295,36 @@ def test_a_taken_port_fails_without_announcing_or_minting(served: Served, tmp_pa
     service = build_service(load_settings({"LORESTORE_HOME": str(other)}))
     assert service.token_list(local_actor(), NoParams()).tokens == []  # nothing was minted
     service.store.close()
+
+
+def test_a_client_that_leaves_mid_import_is_not_a_server_error(served: Served) -> None:
+    line = (
+        '{"type":"lesson","id":"11111111-1111-4111-8111-%012d","scope":"global","key":"k%d",'
+        '"value":"v","version":1,"recorded_at":"2026-01-01T00:00:00Z",'
+        '"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}\n'
+    )
+    body = "".join(line % (n, n) for n in range(1, 2101)).encode()
+    head = (
+        "POST /api/v1/memory_import HTTP/1.1\r\n"
+        f"Host: 127.0.0.1\r\nAuthorization: Bearer {served.admin}\r\n"
+        f"Content-Type: application/x-ndjson\r\nContent-Length: {len(body) * 10}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", served.server.port), timeout=30) as sock:
+        sock.sendall(head.encode() + body)  # a tenth of what it announced, then gone
+    # The positive control: the server still imports a whole body and answers.
+    whole = line % (9999, 9999)
+    with served.server.rest(served.admin) as http:
+        answer = http.post(
+            "/api/v1/memory_import",
+            content=whole,
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+    assert answer.status_code == 200 and answer.json()["lessons"]["added"] == 1
+    served.server.stop()
+    imports = [
+        r
+        for r in served.server.log_records()
+        if r["event"] == "request" and r["path"] == "/api/v1/memory_import"
+    ]
+    assert sorted(r["status"] for r in imports) == [200, 400]
+    assert "Traceback" not in served.server.stderr

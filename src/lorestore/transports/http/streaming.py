@@ -16,7 +16,7 @@ from functools import partial
 import anyio
 import anyio.from_thread
 from pydantic import ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -97,6 +97,14 @@ async def _import(op: Operation, service: LessonService, request: Request) -> Re
         result = await anyio.to_thread.run_sync(service.memory_import, actor, params, records)
     except LorestoreError as error:
         return error_response(error, request.scope)
+    except ClientDisconnect:
+        # Not a server fault: the batches applied before the body stopped stay, as documented.
+        gone = LorestoreError(
+            "invalid_argument",
+            "the client closed the connection before the end of the import's body",
+            hint="send the whole file; importing it again is safe (what landed is unchanged)",
+        )
+        return error_response(gone, request.scope)
     return Response(result.model_dump_json(), media_type="application/json")
 
 
