@@ -94,6 +94,12 @@ def test_rest_export_streams_what_the_cli_writes(api: Api, cli: Cli, tmp_path: P
     assert all("versions" not in r for r in records)
     lorekit = api.get("memory_export", format="lorekit")
     assert error_of(lorekit, 400)["code"] == "invalid_argument"
+    # A POST without a body filters by its query, as a GET does; both at once is refused
+    # rather than one silently dropped (a dropped filter exports more than was asked).
+    queried = api.post("memory_export", params={"scopes": "global", "history": "false"})
+    assert _records(queried.content) == _records(posted.content)
+    both = api.post("memory_export", {"history": False}, params={"scopes": "global"})
+    assert error_of(both, 400)["code"] == "invalid_argument"
 
 
 def test_rest_import_streams_past_the_body_limit(api: Api) -> None:

@@ -59,10 +59,17 @@ async def _export(op: Operation, service: LessonService, request: Request) -> Re
     request.scope[OPERATION_KEY] = op.name
     try:
         actor = actor_of(request.scope)
-        if request.method in ("GET", "HEAD"):
+        body = b"" if request.method in ("GET", "HEAD") else (await request.body()).strip()
+        if body and request.query_params:
+            raise LorestoreError(
+                "invalid_argument",
+                "an export takes its filters as query parameters or as a JSON body, not both",
+                hint="move the query parameters into the JSON body (or drop the body)",
+            )
+        if body:
+            params = _json_params(op, body)
+        else:  # a POST without a body filters by its query, as a GET does
             params = op.parse(query_arguments(op, request.query_params))
-        else:
-            params = _json_params(op, await request.body())
         assert isinstance(params, ExportParams)
         if params.format != "jsonl":
             raise LorestoreError(
@@ -79,7 +86,7 @@ async def _export(op: Operation, service: LessonService, request: Request) -> Re
 
 def _json_params(op: Operation, body: bytes) -> ExportParams:
     try:
-        return ExportParams.model_validate_json(body.strip() or b"{}")
+        return ExportParams.model_validate_json(body)
     except ValidationError as exc:
         raise invalid_arguments(op.name, exc) from None
 
