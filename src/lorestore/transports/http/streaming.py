@@ -66,11 +66,12 @@ async def _export(op: Operation, service: LessonService, request: Request) -> Re
                 "an export takes its filters as query parameters or as a JSON body, not both",
                 hint="move the query parameters into the JSON body (or drop the body)",
             )
-        if body:
-            params = _json_params(op, body)
-        else:  # a POST without a body filters by its query, as a GET does
-            params = op.parse(query_arguments(op, request.query_params))
-        assert isinstance(params, ExportParams)
+        # A POST without a body filters by its query, as a GET does.
+        parsed = (
+            _json_params(op, body) if body else op.parse(query_arguments(op, request.query_params))
+        )
+        assert isinstance(parsed, ExportParams)
+        params = parsed
         if params.format != "jsonl":
             raise LorestoreError(
                 "invalid_argument",
