@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.audit import first_break
-from lorestore.models import ListParams, NoParams, WriteParams
+from lorestore.core.errors import LorestoreError
+from lorestore.models import ListParams, NoParams, ReadParams, WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.sqlite import SQLiteStore
 
@@ -83,4 +87,28 @@ def test_first_open_by_racing_processes_migrates_once(tmp_path: Path) -> None:
         assert p.exitcode == 0
     store = SQLiteStore(path)
     assert store.applied == [] and store.integrity_check() == "ok"
+    store.close()
+
+
+def test_a_held_write_lock_blocks_neither_opening_nor_reading(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    first = LessonService(SQLiteStore(path))
+    first.memory_write(local_actor(), WriteParams(scope="global", key="k", value="v"))
+    first.store.close()
+    other = sqlite3.connect(path, isolation_level=None)  # another process's long import
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        store = SQLiteStore(path)  # opening takes no write lock when nothing is to migrate
+        service = LessonService(store)
+        read = service.memory_read(local_actor(), ReadParams(scope="global", key="k"))
+        assert read.lesson.value == "v"  # the positive control: readers are never blocked
+        store._conn.execute("PRAGMA busy_timeout = 50")  # not 30 s of waiting in a test
+        with pytest.raises(LorestoreError) as busy:
+            service.memory_write(local_actor(), WriteParams(scope="global", key="k2", value="w"))
+        assert busy.value.code == "busy" and busy.value.hint  # not a traceback
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    written = service.memory_write(local_actor(), WriteParams(scope="global", key="k2", value="w"))
+    assert written.result == "created"  # once the lock is gone, the same write lands
     store.close()

@@ -32,6 +32,8 @@ KNOWN_CODES = BAD_INPUT_CODES | {
     "expired",
     "migration_error",
     "config_error",
+    "busy",
+    "storage_error",
     "internal",
 }
 

@@ -7,6 +7,7 @@ queue on the busy timeout instead of failing half-way; WAL lets readers proceed 
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -414,9 +415,33 @@ class SQLiteTransaction(PortablePrimitives):
         self._conn.execute(Q["set_policy"], policy_params(owner, policy, by=by, at=at))
 
 
+def store_error(exc: sqlite3.Error) -> LorestoreError:
+    """A failure of the database itself, with a stable code: the write lock held by another
+    process past the busy timeout (``busy``: retry), or a disk that is full, read-only or
+    gone, or a damaged file (``storage_error``)."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return LorestoreError(
+            "busy",
+            f"the SQLite store stayed locked by another writer for {BUSY_TIMEOUT_MS // 1000} s",
+            hint="retry in a moment: a long import or purge, or another process, holds the "
+            "write lock",
+            details={"error": text},
+        )
+    return LorestoreError(
+        "storage_error",
+        f"the SQLite store failed: {text}",
+        hint="check the disk (space, permissions) and the file: sqlite3 FILE 'PRAGMA "
+        "integrity_check'",
+        details={"error": text},
+    )
+
+
 def _unusable(path: str | Path, exc: Exception) -> LorestoreError:
     """A path SQLite cannot open or a file that is not a lesson store: a configuration error,
-    like an unreachable PostgreSQL."""
+    like an unreachable PostgreSQL (a lock held past the busy timeout is ``busy``)."""
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return store_error(exc)
     return LorestoreError(
         "config_error",
         f"cannot open the SQLite store at {path}: {exc}",
@@ -473,6 +498,8 @@ class SQLiteStore:
 
     def _migrate(self) -> list[migrations.Migration]:
         with self._lock:
+            if not self._pending():
+                return []  # the common open: nothing to apply, and no write lock taken
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.execute(_MIGRATIONS_TABLE)
@@ -486,6 +513,17 @@ class SQLiteStore:
             for migration in todo:
                 self._apply(migration)
             return todo
+
+    def _pending(self) -> bool:
+        """Whether migrations wait, read without the write lock (a writer holding it must not
+        hold up every reader's and every new server's start); an applied file that changed
+        is refused here as under the lock."""
+        try:
+            rows = self._conn.execute(Q["applied_migrations"]).fetchall()
+        except sqlite3.OperationalError:  # a new file: no schema_migrations yet
+            return True
+        applied = {r["number"]: (r["name"], r["checksum"]) for r in rows}
+        return bool(migrations.pending(migrations.discover(_MIGRATIONS_PACKAGE), applied))
 
     def _apply(self, migration: migrations.Migration) -> None:
         # executescript runs the whole file inside the transaction opened by its first line
@@ -522,7 +560,10 @@ class SQLiteStore:
         """One transaction. There is no row-level security in SQLite: the service's owner
         filters are the boundary (one machine, one trust domain)."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.OperationalError as exc:
+                raise store_error(exc) from exc
             try:
                 tx = SQLiteTransaction(self._conn, self._bulk)
                 register = write and actor is not None and actor not in self._registered
@@ -539,12 +580,28 @@ class SQLiteStore:
                         "to raise the limit",
                     ) from exc
                 raise
+            except sqlite3.DatabaseError as exc:
+                self._rollback()
+                if isinstance(exc, sqlite3.ProgrammingError):
+                    raise  # a bug of ours, not the database's
+                raise store_error(exc) from exc
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                self._rollback()
+                raise store_error(exc) from exc
             if register:
                 self._registered.add(str(actor))
+
+    def _rollback(self) -> None:
+        """Roll back what is open; a rollback that fails too (a vanished disk) leaves SQLite
+        to roll back at the next open, and the first error is the one reported."""
+        if self._conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     def bulk_load(self) -> AbstractContextManager[None]:
         """See ``BulkLoad``: a bigger page cache and fewer checkpoints while importing."""

@@ -24,8 +24,9 @@ _STATUS = {
     "forbidden": 403,
     "unauthenticated": 401,
     "rate_limited": 429,
+    "busy": 503,
 }
-ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 429)
+ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 429, 503)
 
 
 def status_of(error: LorestoreError) -> int:

@@ -25,6 +25,7 @@ _ERROR_TEXT = {
     "rejected_value, cap_exceeded)",
     413: "the value or the request body is too large (value_too_large)",
     429: "too many requests for this token (rate_limited)",
+    503: "the SQLite store stayed locked by another writer past the busy timeout (busy)",
 }
 
 
