@@ -6,6 +6,7 @@ are checked by the service so that every surface reports them with the same erro
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any, Literal, Self, get_args
 
@@ -53,6 +54,16 @@ def _takes_int(annotation: object) -> bool:
     return int in options and bool not in options
 
 
+@functools.cache
+def _whole_number_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a Params model that take a whole number, found once per model (the
+    check runs on every call of every operation)."""
+    return tuple(n for n, f in model.model_fields.items() if _takes_int(f.annotation))
+
+
+_SCALARS = (int, float, bool)
+
+
 class Params(BaseModel):
     """The arguments of an operation. Two refusals hold for every operation, before the
     service sees its arguments: no string may hold a NUL character (PostgreSQL cannot store
@@ -66,8 +77,8 @@ class Params(BaseModel):
     @classmethod
     def _refuse_booleans_for_numbers(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            for name, field in cls.model_fields.items():
-                if isinstance(data.get(name), bool) and _takes_int(field.annotation):
+            for name in _whole_number_fields(cls):
+                if isinstance(data.get(name), bool):
                     raise LorestoreError(
                         _FIELD_CODES.get(name, "invalid_argument"),
                         f"{name} must be a whole number, not {str(data[name]).lower()}",
@@ -77,8 +88,12 @@ class Params(BaseModel):
 
     @model_validator(mode="after")
     def _refuse_nul(self) -> Self:
-        for name in type(self).model_fields:
-            for where, text in _strings(getattr(self, name), name):
+        for name, value in self.__dict__.items():
+            if value is None or type(value) in _SCALARS:
+                continue
+            if type(value) is str and "\x00" not in value:
+                continue  # the common case, without walking
+            for where, text in _strings(value, name):
                 if "\x00" in text:
                     raise LorestoreError(
                         _FIELD_CODES.get(name, "invalid_argument"),
