@@ -8,7 +8,6 @@ passes nothing: recall gets its context and a written lesson its provenance from
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import subprocess
 import time
@@ -88,20 +87,15 @@ def _read_context(cwd: str | Path) -> GitContext | None:
 def repo_path(cwd: str | Path, path: str) -> str:
     """``path`` as git reads a pathspec given in ``cwd`` (relative to it, or absolute),
     written relative to the repository root, as depends_on stores it. Outside a work tree it
-    is returned unchanged; a path that leaves the repository is refused."""
-    prefix = _git(cwd, "rev-parse", "--show-prefix")
-    if prefix is None:
+    is returned unchanged; a path that leaves the repository is refused. The root comes from
+    the cached context: no git process per path."""
+    context = git_context(cwd)
+    if context is None:
         return path
-    if os.path.isabs(path):
-        root = _git(cwd, "rev-parse", "--show-toplevel") or str(cwd)
-        # The directory is resolved, not the file: a symlink in the repository is its own path.
-        where = os.path.realpath(os.path.dirname(path))
-        joined = os.path.relpath(
-            os.path.join(where, os.path.basename(path)), os.path.realpath(root)
-        )
-        joined = joined.replace(os.sep, "/")
-    else:
-        joined = posixpath.normpath(prefix + path)
+    full = os.path.join(cwd, path)  # an absolute path stays as it is
+    # The directory is resolved, not the file: a symlink in the repository is its own path.
+    where = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+    joined = os.path.relpath(where, os.path.realpath(context.root)).replace(os.sep, "/")
     if joined == "." or joined == ".." or joined.startswith("../"):
         raise LorestoreError(
             "invalid_argument",

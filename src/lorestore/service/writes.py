@@ -100,8 +100,8 @@ class WriteOperations(ServiceBase):
         depends_on = _dependencies(p.depends_on)
         # An agent's session is its process's (or its connection's): one it names itself in
         # the call cannot count as another session towards corroboration.
-        session = actor.session if not actor.is_person and actor.session else p.session
-        session = session or actor.session
+        agent_session = None if actor.is_person else actor.session
+        session = agent_session or p.session or actor.session
         source = (p.source or Source()).model_copy(
             update={"session": session, "agent": (p.source and p.source.agent) or actor.agent}
         )

@@ -65,11 +65,14 @@ def query_arguments(op: Operation, query: QueryParams) -> dict[str, object]:
     """Query parameters as raw arguments: a list field collects every repetition of its name;
     any other name repeated is passed as a list, which validation then refuses."""
     properties = params_schema(op).get("properties", {})
+    return query_values(query, {name for name, p in properties.items() if is_array(p)})
+
+
+def query_values(query: QueryParams, arrays: set[str]) -> dict[str, object]:
+    """Each name's value; every repetition for the names in ``arrays``, else the one value, or
+    for a name given twice the list (which a scalar field's validation refuses)."""
     arguments: dict[str, object] = {}
     for name in query:
         values = query.getlist(name)
-        if name in properties and is_array(properties[name]):
-            arguments[name] = values
-        else:
-            arguments[name] = values[0] if len(values) == 1 else values
+        arguments[name] = values if name in arrays or len(values) > 1 else values[0]
     return arguments

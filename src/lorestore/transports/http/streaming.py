@@ -29,7 +29,7 @@ from lorestore.transports.http.auth import actor_of
 from lorestore.transports.http.errors import error_response
 from lorestore.transports.http.logs import OPERATION_KEY
 from lorestore.transports.http.openapi import route_path
-from lorestore.transports.http.rest import query_arguments
+from lorestore.transports.http.rest import query_arguments, query_values
 
 # Paths whose request body is read as a stream, past the body limit (see limits.py).
 STREAMED_BODIES = frozenset(
@@ -96,9 +96,8 @@ async def _import(op: Operation, service: LessonService, request: Request) -> Re
     request.scope[OPERATION_KEY] = op.name
     try:
         actor = actor_of(request.scope)
-        # Scalars only (format, dry_run): a name given twice is passed as a list, and refused.
-        query = request.query_params
-        params = op.parse({n: v[0] if len(v := query.getlist(n)) == 1 else v for n in query})
+        # Scalars only (format, dry_run; the body is the file, so no JSON schema to consult).
+        params = op.parse(query_values(request.query_params, set()))
         assert isinstance(params, ImportParams)
         body = request.stream().__aiter__()
         records = read_records(_pull(body))
