@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
 from lorestore.gitinfo import blob_hashes, git_context
 from lorestore.models import (
     ChangeParams,
@@ -287,3 +288,11 @@ def test_explain_returns_what_recall_decided(service: LessonService, clock) -> N
     other = local_actor(principal="user:someone-else")
     with pytest.raises(Exception, match="no recall"):
         service.memory_explain(other, ExplainParams(recall_id=result.recall_id))
+
+
+def test_a_branch_without_its_repository_is_refused(service: LessonService) -> None:
+    write(service, "branch::example/app::main", "on-main", "Deploys go out from main.")
+    with pytest.raises(LorestoreError) as refused:
+        recall(service, repo=None, branch="main")
+    assert refused.value.code == "invalid_argument" and "repo" in (refused.value.hint or "")
+    assert offered(recall(service, branch="main")) == ["on-main"]  # with it: the branch rung

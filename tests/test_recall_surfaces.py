@@ -111,6 +111,9 @@ def test_stdio_server_recalls_in_its_working_directory(
         assert "<<<lorestore recall" in result["text"]
         explained = await tools.ok("memory_explain", recall_id=result["recall_id"])
         assert [e["key"] for e in explained["offered"]] == ["kept"]
+        # A branch with an explicit empty repository names no scope: refused, not ignored.
+        refused = await tools.error("memory_recall", repo="", branch="main")
+        assert refused["code"] == "invalid_argument" and "repo" in refused["hint"]
         written = await tools.ok(
             "memory_write",
             scope=REPO,
@@ -154,6 +157,24 @@ def test_cli_recall_leaves_out_a_repository_name_no_scope_can_hold(
     assert [o["lesson"]["key"] for o in derived["offered"]] == ["everywhere"]
     given = cli("recall", "--repo", "example/app+plus", "--json")
     assert given.exit_code == 2 and given.error()["code"] == "invalid_scope"
+
+
+def test_cli_recall_in_a_checkout_without_a_remote_leaves_the_branch_out(
+    cli: Cli, work_tree: Path
+) -> None:
+    """With no remote there is no repository, so git's branch forms no rung and is not
+    reported as if it did; a branch passed without its repository is refused with the fix."""
+    _git(work_tree, "remote", "remove", "origin")
+    cli.ok("write", "global", "everywhere", "Read the README first.")
+    derived = cli.ok("recall")
+    assert derived["context"]["ladder"] == ["global"]
+    assert (derived["context"]["repo"], derived["context"]["branch"]) == (None, None)
+    alone = cli("recall", "--branch", "main", "--json")
+    assert alone.exit_code == 2 and alone.error()["code"] == "invalid_argument"
+    assert "repo" in alone.error()["hint"]
+    both = cli.ok("recall", "--repo", "example/app", "--branch", "main")  # the control
+    assert both["context"]["ladder"] == ["branch::example/app::main", REPO, "global"]
+    assert [o["lesson"]["key"] for o in both["offered"]] == ["everywhere"]
 
 
 def test_cli_depends_on_paths_are_relative_to_the_current_directory(

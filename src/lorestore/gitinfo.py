@@ -131,13 +131,16 @@ def _forms_ladder(repo: str | None, branch: str | None) -> bool:
 def _recall_context(filled: dict[str, Any], context: GitContext) -> dict[str, Any]:
     """A recall's context from git. A repository or branch git accepts but no scope can hold
     (a 210-character branch name, an owner that is not a scope name) is left out, so recall
-    answers from the other rungs; the same value passed by the caller is still refused."""
+    answers from the other rungs; the same value passed by the caller is still refused. A
+    branch is filled only beside a repository (a checkout with no usable remote has no branch
+    scope)."""
     if filled.get("repo") is None and context.repo and _forms_ladder(context.repo, None):
         filled["repo"] = context.repo
     if (
         filled.get("branch") is None
         and context.branch
-        and (filled.get("repo") is None or _forms_ladder(filled["repo"], context.branch))
+        and filled.get("repo")
+        and _forms_ladder(filled["repo"], context.branch)
     ):
         filled["branch"] = context.branch
     for name, value in (("revision", context.revision), ("cwd", context.root)):

@@ -24,13 +24,16 @@ CHAINED_FIELDS = (
     "reason",
     "detail",
 )
+# One encoder for every event: json.dumps with arguments builds a new encoder per call, a
+# third of the cost of hashing an event. Same settings as json.dumps(sort_keys=True, ...).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def chain_hash(prev_hash: str, event: Mapping[str, Any]) -> str:
     content = {name: event.get(name) for name in CHAINED_FIELDS}
     if isinstance(content["detail"], str):
         content["detail"] = json.loads(content["detail"])
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(content)
     return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
 

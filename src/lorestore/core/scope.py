@@ -237,7 +237,15 @@ def normalise_scope(raw: str) -> str:
 def ladder(
     *, repo: str | None = None, branch: str | None = None, project: str | None = None
 ) -> tuple[Scope, ...]:
-    """The narrow-to-broad ladder of a context: branch -> repo -> project -> global."""
+    """The narrow-to-broad ladder of a context: branch -> repo -> project -> global. A branch
+    names a scope only with its repository; alone it is refused, not passed over."""
+    if branch and not repo:
+        raise LorestoreError(
+            "invalid_argument",
+            f"branch {branch!r} was given without its repository",
+            hint="pass repo as OWNER/NAME too (branch scopes are branch::OWNER/NAME::BRANCH); "
+            "in a git checkout the CLI reads it from the origin remote",
+        )
     rungs: list[Scope] = []
     if repo:
         owner, name = _parse_repo(repo, "repo", repo.strip().lower())
