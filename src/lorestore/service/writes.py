@@ -196,6 +196,9 @@ class WriteOperations(ServiceBase):
         updated = lesson.model_copy(update=changes)
         tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
         version = (lesson.version, stored.value_digest)
+        detail: dict[str, Any] = {"seen_count": updated.seen_count, "trust": updated.trust}
+        if updated.tags != lesson.tags:  # tags are not versioned: the audit keeps the old ones
+            detail["tags"] = {"before": lesson.tags, "after": updated.tags}
         self._audit(
             tx,
             actor,
@@ -203,7 +206,7 @@ class WriteOperations(ServiceBase):
             updated,
             before=version,
             after=version,
-            detail={"seen_count": updated.seen_count, "trust": updated.trust},
+            detail=detail,
         )
         return WriteResult(result="seen", lesson=updated)
 
