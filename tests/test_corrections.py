@@ -413,3 +413,18 @@ def test_a_new_value_for_a_disputed_lesson_supersedes_its_proposal(service: Less
     states = [v.state for v in service.memory_history(PERSON, Address(scope=S, key="k")).versions]
     assert states == ["accepted", "superseded", "accepted"]
     assert code_of(lambda: verify(service, revision=True)) == "conflict"  # nothing pending
+
+
+def test_scopes_counts_each_lesson_in_one_bucket(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    """A rejected lesson whose TTL then passes is counted rejected, not rejected and expired:
+    the buckets add up to the lessons a scope holds."""
+    from lorestore.models import NoParams
+
+    write(service, WRONG, key="wrong", ttl_days=1)
+    reject(service, key="wrong")
+    write(service, "Run the linter before pushing", key="stale", ttl_days=1)  # the control
+    write(service, "Keep migrations reversible", key="kept")
+    clock.advance(days=2)
+    (counts,) = service.memory_scopes(PERSON, NoParams()).scopes
+    buckets = (counts.active, counts.archived, counts.expired, counts.rejected)
+    assert buckets == (1, 0, 1, 1)

@@ -161,12 +161,13 @@ JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score DESC, l.pk DESC;
 
 -- name: scope_counts
--- Inventory: lessons per scope by state.
+-- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
 SELECT owner, scope,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)) AS active,
        count(*) FILTER (WHERE status = 'archived') AS archived,
-       count(*) FILTER (WHERE status = 'active' AND expires_at <= %(now)s::timestamptz) AS expired,
+       count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
+                        AND expires_at <= %(now)s::timestamptz) AS expired,
        count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected
 FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope ORDER BY scope, owner;
 

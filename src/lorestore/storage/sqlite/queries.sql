@@ -191,12 +191,13 @@ ORDER BY rank
 LIMIT :limit;
 
 -- name: scope_counts
--- Inventory: lessons per scope by state.
+-- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
 SELECT owner, scope,
        sum(status = 'active' AND trust != 'rejected'
            AND (expires_at IS NULL OR expires_at > :now)) AS active,
        sum(status = 'archived') AS archived,
-       sum(status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
+       sum(status = 'active' AND trust != 'rejected'
+           AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
        sum(status = 'active' AND trust = 'rejected') AS rejected
 FROM lessons WHERE owner IN (SELECT value FROM json_each(:owners))
 GROUP BY owner, scope ORDER BY scope, owner;
