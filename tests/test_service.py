@@ -145,6 +145,24 @@ def test_as_of_reads_what_the_store_said_then(service: LessonService, clock) -> 
     assert error_code(lambda: read(service, as_of="yesterday")) == "invalid_time"
 
 
+def test_as_of_reports_trust_and_review_as_they_stood_then(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    """Verifying a lesson later does not make an earlier as_of read claim it was verified."""
+    from lorestore.models import DisputeParams, VerifyParams
+
+    write(service, "Use the local Postgres")
+    before_review = clock.now.isoformat()
+    clock.advance(days=1)
+    service.memory_verify(local_actor(), VerifyParams(scope=S, key="k", note="checked"))
+    verified_at = clock.now.isoformat()
+    clock.advance(days=1)
+    service.memory_dispute(local_actor(), DisputeParams(scope=S, key="k", reason="CI moved"))
+    then = read(service, as_of=before_review)
+    assert (then.trust, then.review) == ("candidate", None)
+    at_review = read(service, as_of=verified_at)  # the control: verified then
+    assert at_review.trust == "verified" and at_review.review is not None
+    assert read(service).trust == "disputed"  # and now
+
+
 def test_valid_at_picks_the_version_that_held_in_the_world(service: LessonService) -> None:
     write(service, "tests use postgres 14", valid_from="2025-01-01", valid_to="2026-01-01")
     write(service, "tests use postgres 15", valid_from="2026-01-01")

@@ -7,6 +7,7 @@ Only a person (a ``review`` permission) causes ``verify``, ``reject`` and ``undo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from lorestore.core.errors import LorestoreError
@@ -62,3 +63,30 @@ def transition(current: Trust, event: TrustEvent) -> Trust:
         )
         raise LorestoreError("conflict", reason, details={"trust": current, "event": event})
     return target
+
+
+# Audit actions whose resulting trust is fixed: what an event that predates trust being
+# recorded in every lesson event's detail still tells.
+_TRUST_AFTER: dict[str, Trust] = {
+    "write.created": "candidate",
+    "write.updated": "candidate",
+    "verify": "verified",
+    "verify.revision": "verified",
+    "reject": "rejected",
+    "dispute": "disputed",
+}
+_TRUSTS: frozenset[str] = frozenset(
+    ("candidate", "corroborated", "verified", "disputed", "rejected")
+)
+
+
+def trust_as_of(events: Iterable[tuple[str, str | None]]) -> Trust | None:
+    """A lesson's trust at a past time, from its audit events up to then (newest first, as
+    action and the trust the event recorded); None when none of them tells (the lesson
+    arrived later, or its history predates the audit)."""
+    for action, recorded in events:
+        if recorded in _TRUSTS:
+            return recorded  # type: ignore[return-value]
+        if action in _TRUST_AFTER:
+            return _TRUST_AFTER[action]
+    return None

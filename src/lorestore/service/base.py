@@ -231,6 +231,8 @@ class ServiceBase:
             "reason": reason,
             "detail": dict(detail or {}),
         }
+        if lesson is not None:  # trust after the event: what an as_of read reports later
+            event["detail"].setdefault("trust", lesson.trust)
         if actor.session:
             event["detail"]["session"] = actor.session
         prev = tx.last_audit_hash(event["owner"]) or GENESIS

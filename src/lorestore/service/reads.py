@@ -6,6 +6,8 @@ rejected. History is the one exception, and shows a rejected lesson to reviewers
 
 from __future__ import annotations
 
+from typing import Any
+
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import scope_allowed
 from lorestore.core.audit import first_break
@@ -13,6 +15,7 @@ from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.search import decode_cursor, encode_cursor, invalid_cursor, query_terms
+from lorestore.core.trust import trust_as_of
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.models import (
     Address,
@@ -65,6 +68,12 @@ class ReadOperations(ServiceBase):
             if as_of is None and valid_at is None:
                 return LessonResult(lesson=lesson)
             version = tx.version_at(stored.pk, lesson.id, as_of=as_of, valid_at=valid_at)
+            then: dict[str, Any] = {}
+            if as_of is not None:  # trust as it stood then, and no review made since
+                events = tx.trust_events(owner, scope, key, lesson.id, as_of)
+                then["trust"] = trust_as_of(events) or lesson.trust
+                if lesson.review is not None and lesson.review.at > as_of:
+                    then["review"] = None
         if version is None:
             raise LorestoreError(
                 "not_found",
@@ -82,6 +91,7 @@ class ReadOperations(ServiceBase):
                     "recorded_at": version.recorded_at,
                     "source": version.source,
                 }
+                | then
             )
         )
 

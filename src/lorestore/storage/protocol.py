@@ -124,6 +124,12 @@ class Transaction(Protocol):
         """The newest accepted version recorded at or before ``as_of`` whose validity
         interval holds ``valid_at`` (either bound optional)."""
 
+    def trust_events(
+        self, owner: str, scope: str, key: str, lesson_id: str, at: str
+    ) -> list[tuple[str, str | None]]:
+        """The lesson's audit events up to ``at``, newest first, as (action, trust recorded
+        in the event's detail): what ``as_of`` reads decide trust from. At most 100."""
+
     def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
         """Record that ``session`` wrote this value; True when the session is new."""
 

@@ -72,6 +72,13 @@ WHERE lesson_pk = %(pk)s AND state = 'accepted'
            AND (valid_to IS NULL OR %(valid_at)s::timestamptz < valid_to)))
 ORDER BY coalesce(accepted_at, recorded_at) DESC, version DESC LIMIT 1;
 
+-- name: trust_events
+-- A lesson's audit events up to a time, newest first, with the trust each recorded.
+SELECT action, detail ->> 'trust' AS trust FROM audit_log
+WHERE owner = %(owner)s AND scope = %(scope)s AND key = %(key)s
+  AND lesson_id = %(lesson_id)s::uuid AND at <= %(at)s::timestamptz
+ORDER BY id DESC LIMIT 100;
+
 -- name: add_session
 -- Remember that a session wrote this value; ignored when it already did.
 INSERT INTO lesson_sessions (owner, lesson_pk, value_digest, session, first_seen)

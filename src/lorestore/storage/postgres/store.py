@@ -151,6 +151,12 @@ class PostgresTransaction(PortablePrimitives):
         row = self._one("version_at", {"pk": pk, "as_of": as_of, "valid_at": valid_at})
         return version_from_row(row, lesson_id) if row else None
 
+    def trust_events(
+        self, owner: str, scope: str, key: str, lesson_id: str, at: str
+    ) -> list[tuple[str, str | None]]:
+        params = {"owner": owner, "scope": scope, "key": key, "lesson_id": lesson_id, "at": at}
+        return [(r["action"], r["trust"]) for r in self._all("trust_events", params)]
+
     def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
         params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
         return self._exec("add_session", params).rowcount == 1

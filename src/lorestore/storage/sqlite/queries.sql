@@ -105,6 +105,13 @@ WHERE lesson_pk = :pk AND state = 'accepted'
                              AND (valid_to IS NULL OR :valid_at < valid_to)))
 ORDER BY coalesce(accepted_at, recorded_at) DESC, version DESC LIMIT 1;
 
+-- name: trust_events
+-- A lesson's audit events up to a time, newest first, with the trust each recorded.
+SELECT action, json_extract(detail, '$.trust') AS trust FROM audit_log
+WHERE owner = :owner AND scope = :scope AND key = :key AND lesson_id = :lesson_id
+  AND at <= :at
+ORDER BY id DESC LIMIT 100;
+
 -- name: add_session
 -- Remember that a session wrote this value; ignored when it already did.
 INSERT OR IGNORE INTO lesson_sessions (lesson_pk, value_digest, session, first_seen)

@@ -162,6 +162,12 @@ class SQLiteTransaction(PortablePrimitives):
         row = self._one("version_at", {"pk": pk, "as_of": as_of, "valid_at": valid_at})
         return version_from_row(row, lesson_id) if row else None
 
+    def trust_events(
+        self, owner: str, scope: str, key: str, lesson_id: str, at: str
+    ) -> list[tuple[str, str | None]]:
+        params = {"owner": owner, "scope": scope, "key": key, "lesson_id": lesson_id, "at": at}
+        return [(r["action"], r["trust"]) for r in self._all("trust_events", params)]
+
     def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
         cur = self._conn.execute(
             Q["add_session"], {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
