@@ -165,3 +165,19 @@ def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # stdout is the protocol channel
     assert "claude mcp add lorestore" in done.stderr and str(home) in done.stderr
+
+
+def test_a_store_file_deleted_under_the_server_refuses_writes(home: Path, cli: Cli) -> None:
+    """SQLite keeps writing to a deleted file it has open, and every write would vanish with
+    the process: the server refuses them instead, and a fresh start opens the new file."""
+
+    async def scenario(tools: Tools) -> None:
+        await tools.ok("memory_write", scope="global", key="before", value="Lands.")  # control
+        for suffix in ("", "-wal", "-shm"):
+            (home / f"lorestore.db{suffix}").unlink(missing_ok=True)
+        error = await tools.error("memory_write", scope="global", key="after", value="Lost?")
+        assert error["code"] == "storage_error" and "restart" in error["hint"]
+
+    run_mcp(home, scenario)
+    assert cli.ok("write", "global", "after", "Lands in the new file.")["result"] == "created"
+    assert cli("read", "global", "before", "--json").error()["code"] == "not_found"

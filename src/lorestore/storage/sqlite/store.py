@@ -8,6 +8,7 @@ queue on the busy timeout instead of failing half-way; WAL lets readers proceed 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -456,6 +457,27 @@ def _unusable(path: str | Path, exc: Exception) -> LorestoreError:
     )
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` (device and inode), None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _replaced(path: Path) -> LorestoreError:
+    """The open store's file was deleted or replaced: SQLite would go on writing to the
+    unlinked file, and every write would be lost when the process ends."""
+    return LorestoreError(
+        "storage_error",
+        f"the SQLite store {path} was deleted or replaced while this process had it open; "
+        "nothing was written",
+        hint="restart the server (or command) so that it opens the file now at that path",
+        details={"path": str(path)},
+    )
+
+
 class SQLiteStore:
     """A lesson store in one SQLite file; migrates it on open."""
 
@@ -483,6 +505,9 @@ class SQLiteStore:
             raise
         self._registered: set[str] = set()
         self._bulk = BulkLoad(self._conn, self._lock)
+        # Absolute: the check below must not depend on the working directory of the moment.
+        self._where = Path(os.path.abspath(path))
+        self._file = None if str(path) == ":memory:" else _identity(self._where)
 
     def _open(self) -> None:
         """Set the connection up and migrate the file; an unusable file raises here."""
@@ -566,6 +591,8 @@ class SQLiteStore:
         """One transaction. There is no row-level security in SQLite: the service's owner
         filters are the boundary (one machine, one trust domain)."""
         with self._lock:
+            if write and self._file is not None and _identity(self._where) != self._file:
+                raise _replaced(self.path)
             try:
                 self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.OperationalError as exc:
