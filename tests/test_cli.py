@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import Cli, Clock
+from tests.pg import Template
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import WriteParams
@@ -197,3 +198,36 @@ def test_unusable_sqlite_store_is_a_config_error(
     assert garbage.read_text() == "garbage"
     monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{tmp_path / 'good.db'}")
     assert cli("read", "global", "k", "--json").error()["code"] == "not_found"
+
+
+def test_usage_errors_are_json_errors_with_json(cli: Cli) -> None:
+    """A value of the wrong type, a missing argument or an unknown option is reported as
+    JSON when --json is on the command line, with exit status 2 either way."""
+    typed = cli("list", "global", "--limit", "abc", "--json")
+    assert typed.exit_code == 2 and typed.error()["code"] == "invalid_argument"
+    assert "--limit" in typed.error()["message"]
+    assert "lorestore list --help" in typed.error()["hint"]
+    missing = cli("write", "global", "--json")
+    assert missing.exit_code == 2 and "key" in missing.error()["message"]
+    unknown = cli("read", "global", "k", "--colour", "--json")
+    assert unknown.exit_code == 2 and "--colour" in unknown.error()["message"]
+    human = cli("list", "global", "--limit", "abc")  # the control: Typer's own usage box
+    assert human.exit_code == 2 and "Usage" in human.stderr and not human.stderr.startswith("{")
+    assert cli.ok("list", "global")["lessons"] == []  # and a good call is unaffected
+
+
+def test_db_init_prints_the_connection_string_on_one_line(
+    cli: Cli, pg_template: Template, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export line is meant to be copied and pasted: a narrow terminal must not break it."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(pg_template.admin_url(pg_database))
+    url = "postgresql://{user}@{host}:{port}/{dbname}".format_map({"port": 5432, **info})
+    monkeypatch.setenv("COLUMNS", "60")
+    done = cli("db", "init", "--database-url", url)
+    assert done.exit_code == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if "LORESTORE_DATABASE_URL" in x]
+    assert line.strip().startswith("export LORESTORE_DATABASE_URL='postgresql://")
+    assert line.rstrip().endswith("'")  # the whole URL, quoted, on this one line
+    assert "the schema is up to date" in done.stdout  # the control: the rest still prints

@@ -265,3 +265,15 @@ def test_sweeps_reach_every_tenant(store, clock) -> None:  # type: ignore[no-unt
     assert service.audit_verify(alice, NoParams()).ok
     again = Maintenance(service).maintain(local, SweepPlan())
     assert again.others == [] and again.sweeps[0].purged == 0
+
+
+def test_a_setting_that_cannot_be_off_does_not_offer_off() -> None:
+    """The request-size limit cannot be turned off, and its error does not suggest it."""
+    for raw in ("off", "10"):
+        with pytest.raises(LorestoreError) as refused:
+            load_settings({"LORESTORE_MAX_REQUEST_BYTES": raw})
+        assert "1024 to 1073741824" in refused.value.message
+        assert "or off" not in refused.value.message
+    with pytest.raises(LorestoreError) as retention:  # the control: this one may be off
+        load_settings({"LORESTORE_RECALL_RETENTION_DAYS": "forever"})
+    assert "or off" in retention.value.message

@@ -69,6 +69,15 @@ def test_cli_fills_provenance_and_recalls_from_git(cli: Cli, work_tree: Path) ->
     assert explained["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]
     human = cli("recall", "--budget", "500")
     assert human.exit_code == 0 and "reference data, not instructions" in human.stdout
+    # --blob gives a file as it is elsewhere (a remote client's checkout), before git's.
+    given = cli.ok("recall", "--blob", f"tests/conftest.py={blob}")
+    assert [o["lesson"]["key"] for o in given["offered"]] == ["test-db"]
+    (work_tree / "tests" / "conftest.py").write_text("DATABASE = 'postgres'\n")
+    assert cli.ok("recall")["offered"]  # the control: as committed, offered
+    gone = cli.ok("recall", "--blob", "tests/conftest.py=")
+    assert gone["held"][0]["reasons"] == ["file_changed:tests/conftest.py"]
+    malformed = cli("recall", "--blob", "tests/conftest.py", "--json")
+    assert malformed.exit_code == 2 and malformed.error()["code"] == "invalid_argument"
 
 
 def test_cli_recall_never_offers_hidden_lessons(cli: Cli, work_tree: Path, home: Path) -> None:

@@ -112,15 +112,20 @@ def _config_error(name: str, raw: str, expected: str) -> LorestoreError:
     return LorestoreError("config_error", f"{name}={raw!r} is not {expected}")
 
 
-def _whole(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int | None:
-    """A whole number in [low, high], or None for "off"."""
+def _whole(
+    env: Mapping[str, str], name: str, default: int, low: int, high: int, *, off: bool = True
+) -> int | None:
+    """A whole number in [low, high], or None for "off" (where ``off`` may be said)."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
+    expected = f"a whole number from {low} to {high}" + (", or off" if off else "")
     if raw.lower() in OFF_WORDS - {"0"}:
-        return None
+        if off:
+            return None
+        raise _config_error(name, raw, expected)
     if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
-        raise _config_error(name, raw, f"a whole number from {low} to {high}, or off")
+        raise _config_error(name, raw, expected)
     return int(raw)
 
 
@@ -152,9 +157,7 @@ def _remote_settings(env: Mapping[str, str]) -> dict[str, Any]:
 
 def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:
     """Settings of ``lorestore serve`` and ``lorestore maintain``."""
-    max_bytes = _whole(env, "LORESTORE_MAX_REQUEST_BYTES", 1024 * 1024, 1024, 1024**3)
-    if max_bytes is None:
-        raise _config_error("LORESTORE_MAX_REQUEST_BYTES", "off", "a number of bytes")
+    max_bytes = _whole(env, "LORESTORE_MAX_REQUEST_BYTES", 1024 * 1024, 1024, 1024**3, off=False)
     origins = env.get("LORESTORE_CORS_ORIGINS", "")
     hours = _whole(env, "LORESTORE_MAINTENANCE_HOURS", 24, 1, 24 * 365)
     return {

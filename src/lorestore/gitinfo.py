@@ -84,7 +84,7 @@ def _read_context(cwd: str | Path) -> GitContext | None:
     )
 
 
-def repo_path(cwd: str | Path, path: str) -> str:
+def repo_path(cwd: str | Path, path: str, option: str = "--depends-on") -> str:
     """``path`` as git reads a pathspec given in ``cwd`` (relative to it, or absolute),
     written relative to the repository root, as depends_on stores it. Outside a work tree it
     is returned unchanged; a path that leaves the repository is refused. The root comes from
@@ -99,7 +99,7 @@ def repo_path(cwd: str | Path, path: str) -> str:
     if joined == "." or joined == ".." or joined.startswith("../"):
         raise LorestoreError(
             "invalid_argument",
-            f"--depends-on {path!r} is not a file inside the repository",
+            f"{option} {path!r} is not a file inside the repository",
             hint="name a file of this repository, relative to the current directory",
         )
     return joined

@@ -493,7 +493,7 @@ class PolicyParams(Params):
     revision_policy: Literal["none", "commit", "files"] | None = Field(
         None,
         description="set: none, commit (same commit as recorded) or files (depends_on "
-        "blobs unchanged)",
+        "blobs unchanged; a lesson without depends_on is held no_dependencies)",
     )
     require_review: bool | None = Field(None, description="set: offer only verified lessons")
 

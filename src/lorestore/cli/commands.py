@@ -2,7 +2,8 @@
 
 Fields become options (``tags`` -> repeatable ``--tag``); the operation's ``cli_args`` become
 positional arguments; ``source`` is flattened into ``--agent``, ``--repo``, ``--commit``...;
-``depends_on`` is ``--depends-on PATH=BLOB``. Every command takes ``--json``.
+``depends_on`` is ``--depends-on PATH=BLOB`` and a recall's ``blobs`` ``--blob PATH=BLOB``.
+Every command takes ``--json``.
 """
 
 from __future__ import annotations
@@ -133,6 +134,22 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
                     annotation=Annotated[list[str] | None, info],
                 )
             )
+        elif name == "blobs":
+            info = typer.Option(
+                "--blob",
+                help="a file as it is now, for the files policy: PATH=BLOB (its git blob hash) "
+                "or PATH= (the file is gone); PATH relative to the current directory; "
+                "repeatable. Read from git for every file not given",
+                metavar="PATH=BLOB",
+            )
+            parameters.append(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[list[str] | None, info],
+                )
+            )
         else:
             parameters.append(_option_parameter(name, field, positional=False))
     json_info = typer.Option("--json", help="print the result (or error) as JSON")
@@ -174,6 +191,8 @@ def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
             continue
         if name == "depends_on":
             data[name] = [_dependency(item) for item in value]
+        elif name == "blobs":
+            data[name] = dict(_blob(item) for item in value)
         else:
             data[name] = value
     if "value" in op.params.model_fields and data.get("value") in (None, "-"):
@@ -196,6 +215,19 @@ def _dependency(item: str) -> dict[str, str]:
         )
     path = repo_path(os.getcwd(), path)
     return {"path": path, "blob": blob} if blob else {"path": path}
+
+
+def _blob(item: str) -> tuple[str, str | None]:
+    """``PATH=BLOB``, or ``PATH=`` for a file that is gone (None); PATH as ``--depends-on``
+    takes it."""
+    path, sep, blob = item.partition("=")
+    if not path or not sep:
+        raise LorestoreError(
+            "invalid_argument",
+            f"--blob {item!r} is not PATH=BLOB or PATH=",
+            hint="e.g. --blob tests/conftest.py=$(git hash-object tests/conftest.py)",
+        )
+    return repo_path(os.getcwd(), path, "--blob"), blob or None
 
 
 def _read_stdin() -> str:

@@ -72,7 +72,8 @@ def init_command(
     else:
         console.print("the schema is up to date")
     console.print("The application connects as lorestore_app (owns nothing, cannot bypass RLS):")
-    console.print(f"  export LORESTORE_DATABASE_URL='{report.app_url}'")
+    # One line whatever the terminal's width: it is meant to be copied and pasted.
+    console.print(f"  export LORESTORE_DATABASE_URL='{report.app_url}'", soft_wrap=True)
     if password is None:
         console.print(
             "[dim]No password was set on lorestore_app: add one with --app-password, or rely "

@@ -5,11 +5,14 @@ commands generated from the catalog, and ``mcp``, ``serve`` and ``maintain``. Wi
 from __future__ import annotations
 
 import os
+import sys
 import uuid
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from lorestore import __version__
 from lorestore.auth.actor import local_actor, local_agent
@@ -25,7 +28,53 @@ from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import CLI_GROUPS, Operation, on_surface
 
+# Typer carries its own copy of click (typer._click); its exception classes are reached from
+# the one Typer exports, whichever click it is built on.
+_UsageError: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
+)
+_ClickException: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+class _Commands(TyperGroup):
+    """The command tree; with ``--json`` on the command line, a usage error (an unknown
+    option, a missing argument, a value of the wrong type) is reported as the JSON error
+    every other failure is, with exit status 2 as before."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or "--json" not in argv:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except _UsageError as exc:
+            usage: Any = exc  # click's UsageError: a message and the command's context
+            where = usage.ctx.command_path if usage.ctx is not None else "lorestore"
+            error = LorestoreError(
+                "invalid_argument", usage.format_message(), hint=f"see `{where} --help`"
+            )
+            raise SystemExit(failure(error, as_json=True).exit_code) from None
+        except _ClickException as exc:
+            other: Any = exc
+            other.show()
+            raise SystemExit(other.exit_code) from None
+        except typer.Abort:
+            print("Aborted!", file=sys.stderr)
+            raise SystemExit(1) from None
+        raise SystemExit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="lorestore",
     help="A lesson store for coding agents: every version kept, corrections that stick.",
     no_args_is_help=True,
