@@ -73,6 +73,28 @@ def test_nul_is_refused_in_every_string_on_both_backends(service: LessonService)
     assert recalled["recall_id"]
 
 
+def test_lone_surrogates_are_refused_like_nul_on_both_backends(
+    service: LessonService, cli: Cli
+) -> None:
+    """A lone surrogate (what a non-UTF-8 command-line argument becomes) cannot be stored as
+    UTF-8 by either backend: refused with the field's code, never a driver's crash."""
+    bad = "\udcff"
+    assert refused(service, "memory_write", scope=S, key="k" + bad, value="v").code == (
+        "invalid_key"
+    )
+    assert refused(service, "memory_write", scope=S, key="k", value="v", tags=[bad]).code == (
+        "invalid_tags"
+    )
+    assert refused(service, "memory_read", scope=S, key=bad).code == "invalid_key"
+    assert refused(service, "memory_explain", recall_id="x" + bad).code == "invalid_argument"
+    assert refused(service, "memory_recall", repo="acme/app", task=bad).code == "invalid_argument"
+    assert call(service, "memory_scopes")["scopes"] == []  # nothing was stored
+    written = call(service, "memory_write", scope=S, key="k\u00e9", value="caf\u00e9 \U0001f600")
+    assert written["result"] == "created"  # the control: real non-ASCII text is fine
+    through_cli = cli("write", "global", "k" + bad, "some value", "--json")
+    assert through_cli.exit_code == 2 and through_cli.error()["code"] == "invalid_key"
+
+
 def test_booleans_are_not_numbers(service: LessonService) -> None:
     write = {"scope": S, "key": "k", "value": "v"}
     assert refused(service, "memory_write", **write, ttl_days=True).code == "invalid_ttl"

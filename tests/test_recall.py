@@ -296,3 +296,18 @@ def test_a_branch_without_its_repository_is_refused(service: LessonService) -> N
         recall(service, repo=None, branch="main")
     assert refused.value.code == "invalid_argument" and "repo" in (refused.value.hint or "")
     assert offered(recall(service, branch="main")) == ["on-main"]  # with it: the branch rung
+
+
+def test_trusted_lessons_of_one_instant_are_chosen_alike(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    """More verified lessons than a rung weighs, all verified in one instant: the newest
+    written are the ones weighed, on both backends (the trusted query breaks ties by age)."""
+    for i in range(30):
+        write(service, "global", f"verified-{i:02}", f"Checked rule number {i}.")
+        service.memory_verify(PERSON, VerifyParams(scope="global", key=f"verified-{i:02}"))
+    clock.advance(days=1)
+    for i in range(25):  # newer candidates fill the rung's newest-lessons quota
+        write(service, "global", f"note-{i}", f"A newer note {i}.")
+        clock.advance(seconds=1)
+    result = recall(service, repo=None, budget=20000)
+    verified = sorted(o.lesson.key for o in result.offered if o.lesson.key.startswith("verified"))
+    assert verified == [f"verified-{i:02}" for i in range(5, 30)]

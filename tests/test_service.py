@@ -286,6 +286,19 @@ def test_purge_erases_only_archived_past_retention(service: LessonService, clock
     )
 
 
+def test_purge_erases_ties_in_the_order_they_were_written(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    """Lessons archived in the same instant are erased (and audited) oldest first on both
+    backends, not in whatever order the database happens to hold them."""
+    ids = [write(service, f"value {key}", key=key).lesson.id for key in "abcd"]
+    for key in "cadb":
+        service.memory_archive(local_actor(), ChangeParams(scope=S, key=key))
+    clock.advance(days=1)
+    result = service.memory_purge(local_actor(), PurgeParams(retention_days=0))
+    assert result.lesson_ids == ids
+    events = service.memory_audit(local_actor(), _audit(limit=4)).events
+    assert [e.lesson_id for e in events] == ids[::-1]  # newest event first
+
+
 def test_purge_expired(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
     write(service, "goes", key="goes", ttl_days=1)
     write(service, "stays", key="stays", ttl_days=10)

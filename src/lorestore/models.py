@@ -91,17 +91,32 @@ class Params(BaseModel):
         for name, value in self.__dict__.items():
             if value is None or type(value) in _SCALARS:
                 continue
-            if type(value) is str and "\x00" not in value:
+            if type(value) is str and value.isascii() and "\x00" not in value:
                 continue  # the common case, without walking
             for where, text in _strings(value, name):
-                if "\x00" in text:
+                why = _unstorable(text)
+                if why is not None:
                     raise LorestoreError(
                         _FIELD_CODES.get(name, "invalid_argument"),
-                        f"{where} contains a NUL character (\\x00)",
-                        hint="remove the NUL characters; lorestore stores text, not binary data",
+                        f"{where} {why}",
+                        hint="lorestore stores text: remove the NUL characters or the broken "
+                        "characters (a command line in another encoding makes them)",
                         details={"field": where},
                     )
         return self
+
+
+def _unstorable(text: str) -> str | None:
+    """Why neither store could keep ``text`` as UTF-8, if so: a NUL (PostgreSQL refuses it)
+    or a lone surrogate (not Unicode text; a command-line argument not in UTF-8 becomes one)."""
+    if "\x00" in text:
+        return "contains a NUL character (\\x00)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate (bytes that are not UTF-8 text)"
+    return None
 
 
 class DependencyRef(BaseModel):

@@ -176,19 +176,20 @@ SELECT owner, scope,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND expires_at <= %(now)s::timestamptz) AS expired,
        count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected
-FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope ORDER BY scope, owner;
+FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope
+ORDER BY scope COLLATE "C", owner COLLATE "C";
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
 SELECT * FROM lessons
 WHERE owner = %(owner)s AND status = 'archived' AND archived_at < %(cutoff)s::timestamptz
-ORDER BY archived_at LIMIT %(limit)s;
+ORDER BY archived_at, pk LIMIT %(limit)s;
 
 -- name: expired_before
 -- Lessons whose expiry has passed.
 SELECT * FROM lessons
 WHERE owner = %(owner)s AND expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
-ORDER BY expires_at LIMIT %(limit)s;
+ORDER BY expires_at, pk LIMIT %(limit)s;
 
 -- name: lock_audit_chain
 -- Serialise appends to one owner's hash chain until the transaction ends.
@@ -262,11 +263,11 @@ LEFT JOIN memberships AS m ON m.org = b.org AND m.member = %(principal)s;
 
 -- name: memberships
 -- The orgs a principal belongs to.
-SELECT * FROM memberships WHERE member = %(principal)s ORDER BY org;
+SELECT * FROM memberships WHERE member = %(principal)s ORDER BY org COLLATE "C";
 
 -- name: org_members
 -- The members of an org (visible to its members only).
-SELECT * FROM memberships WHERE org = %(org)s ORDER BY member;
+SELECT * FROM memberships WHERE org = %(org)s ORDER BY member COLLATE "C";
 
 -- name: create_org
 -- Create an org owned by the acting user (definer function; the actor comes from the session).
@@ -356,7 +357,7 @@ SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
 FROM lessons
 WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active'
   AND trust IN ('verified', 'corroborated')
-ORDER BY updated_at DESC
+ORDER BY updated_at DESC, pk DESC
 LIMIT %(limit)s;
 
 -- name: insert_recall

@@ -213,13 +213,13 @@ GROUP BY owner, scope ORDER BY scope, owner;
 -- Archived lessons whose archive time is older than the retention cutoff.
 SELECT * FROM lessons
 WHERE owner = :owner AND status = 'archived' AND archived_at < :cutoff
-ORDER BY archived_at LIMIT :limit;
+ORDER BY archived_at, pk LIMIT :limit;
 
 -- name: expired_before
 -- Lessons whose expiry has passed.
 SELECT * FROM lessons
 WHERE owner = :owner AND expires_at IS NOT NULL AND expires_at <= :now
-ORDER BY expires_at LIMIT :limit;
+ORDER BY expires_at, pk LIMIT :limit;
 
 -- name: purge_recall_log
 -- Recall-log retention: erase an owner's entries recorded before the cutoff.
@@ -405,7 +405,7 @@ SELECT *, 0.0 AS score,
 FROM lessons
 WHERE owner = :owner AND scope = :scope AND +status = 'active'
   AND trust IN ('verified', 'corroborated')
-ORDER BY updated_at DESC
+ORDER BY updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: insert_recall
