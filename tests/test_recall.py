@@ -311,3 +311,16 @@ def test_trusted_lessons_of_one_instant_are_chosen_alike(service: LessonService,
     result = recall(service, repo=None, budget=20000)
     verified = sorted(o.lesson.key for o in result.offered if o.lesson.key.startswith("verified"))
     assert verified == [f"verified-{i:02}" for i in range(5, 30)]
+
+
+def test_the_same_copy_of_a_duplicate_is_kept_on_both_backends(service: LessonService) -> None:
+    """Two lessons with one value written in one instant: the backends keep the same copy (the
+    full-text matches come in one order on both; without a task, the newest lessons do)."""
+    for key in ("first", "second"):
+        write(service, "global", key, "Pin the postgres version.")
+    matched = recall(service, repo=None, task="postgres")
+    assert offered(matched) == ["first"]
+    assert held(matched) == {"second": ["duplicate_of:global/first"]}
+    newest = recall(service, repo=None)
+    assert offered(newest) == ["second"]
+    assert held(newest) == {"first": ["duplicate_of:global/second"]}

@@ -338,6 +338,52 @@ def test_tombstoned_value_is_refused_in_any_form_and_narrower_scope(
     assert write(service, "Disable the flaky test", scope="repo::acme/other").result == "created"
 
 
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("conftest", ["tests/conftest.py"]),  # a file name in a key
+        ("conftest.py", ["tests/conftest.py"]),
+        ("config", ["tag-file"]),  # a file name in a tag
+        ("bashrc", ["home-path"]),  # a path that starts with ~/
+        ("etc", ["abs-path"]),  # an absolute path
+        ("cafe", ["accent"]),  # accents folded, both ways
+        ("café", ["accent"]),
+        ("σοφος", ["sigma"]),  # the final sigma folded
+        ("example", ["address"]),
+    ],
+)
+def test_search_finds_the_same_words_on_both_backends(
+    service: LessonService, query: str, found: list[str]
+) -> None:
+    """What the full-text index splits and folds is alike on both backends: file names and
+    paths in keys, tags and text by their parts, accents and the final sigma folded."""
+    lessons = {
+        "tests/conftest.py": ("fixtures live here", []),
+        "tag-file": ("notes", ["next.config.js"]),
+        "home-path": ("edit ~/.bashrc first", []),
+        "abs-path": ("see /etc/hosts", []),
+        "accent": ("I drink café au lait", []),
+        "sigma": ("ΣΟΦΟΣ is wise", []),
+        "address": ("mail ops@example.com", []),
+    }
+    for key, (value, tags) in lessons.items():
+        write(service, value, key=key, scope="global", tags=tags)
+    hits = service.memory_search(local_actor(), SearchParams(query=query, scopes=["global"]))
+    assert sorted(h.lesson.key for h in hits.hits) == found
+
+
+def test_search_breaks_ties_oldest_first_on_both_backends(service: LessonService) -> None:
+    """Lessons of equal score come back oldest first on both backends (FTS5's rank order), so
+    a limit keeps the same ones."""
+    for key in ("a1", "a2", "a3"):
+        write(service, "postgres needs vacuum", key=key, scope="global")
+    search = SearchParams(query="vacuum", scopes=["global"])
+    hits = service.memory_search(local_actor(), search).hits
+    assert [h.lesson.key for h in hits] == ["a1", "a2", "a3"]
+    first = service.memory_search(local_actor(), search.model_copy(update={"limit": 1}))
+    assert [h.lesson.key for h in first.hits] == ["a1"]
+
+
 def test_search_ranks_by_relevance_and_filters(service: LessonService) -> None:
     write(service, "postgres postgres vacuum settings for postgres", key="pg-heavy", tags=["db"])
     write(service, "a note that mentions postgres once among many other words here", key="pg-light")

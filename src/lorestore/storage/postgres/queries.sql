@@ -160,12 +160,12 @@ LIMIT %(limit)s;
 -- found by a definer function so the GIN index is usable under RLS (migration 0009); the
 -- rows are then read under RLS.
 SELECT l.*, hit.score::float8 AS score,
-       ts_headline('english', l.value, to_tsquery('english', %(match)s),
+       ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
-FROM lorestore_search_hits(to_tsquery('english', %(match)s), %(owners)s::text[],
+FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
          %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
-ORDER BY hit.score DESC, l.pk DESC;
+ORDER BY hit.score DESC, l.pk;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
@@ -327,10 +327,10 @@ DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
 -- lessons included so that recall can hold them as expired).
 SELECT l.*, hit.score::float8 AS score, l.source ->> 'agent' AS source_agent,
     l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit
-FROM lorestore_search_hits(to_tsquery('english', %(match)s), %(owners)s::text[],
+FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
          %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
-ORDER BY hit.score DESC, l.pk DESC;
+ORDER BY hit.score DESC, l.pk;
 
 -- name: count_recall_lessons
 -- The active, not rejected lessons of a scope, counted up to a cap: whether recall's
