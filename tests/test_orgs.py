@@ -167,3 +167,24 @@ def test_cap_on_active_lessons(service: LessonService, store) -> None:  # type: 
     )
     # Another owner is not affected.
     assert write(service, BOB, "global", "bob's", key="1").result == "created"
+
+
+def test_a_binding_cannot_take_scopes_others_keep_lessons_in(service: LessonService) -> None:
+    """Anyone may create an org; binding it over scopes where other people keep lessons (or
+    over every owner's or project's scopes) would lock them out of their own lessons, so it
+    is refused on both backends. Scopes nobody else uses may be claimed."""
+    write(service, ALICE, "repo::alice/notes", "Alice's own lesson.")
+    write(service, ALICE, "branch::alice/cli::main", "On main, run the slow tests too.")
+    service.org_create(BOB, OrgCreateParams(slug="evil"))
+    for pattern in ("repo::alice/*", "repo::alice/notes", "branch::alice/cli::*"):
+        bind = OrgBindParams(org="evil", pattern=pattern)
+        assert code_of(lambda b=bind: service.org_bind(BOB, b)) == "conflict", pattern
+    for pattern in ("global", "repo::*/*", "project::*", "branch::*/app::*"):
+        bind = OrgBindParams(org="evil", pattern=pattern)
+        assert code_of(lambda b=bind: service.org_bind(BOB, b)) == "invalid_scope", pattern
+    assert read(service, ALICE, "repo::alice/notes").value == "Alice's own lesson."
+    assert read(service, ALICE, "branch::alice/cli::main").value.startswith("On main")
+    # The control: a namespace nobody else uses is the org's to claim.
+    service.org_bind(BOB, OrgBindParams(org="evil", pattern="repo::evil/*"))
+    write(service, BOB, "repo::evil/app", "Org lesson.")
+    assert read(service, BOB, "repo::evil/app").owner == {"org": "evil"}

@@ -65,8 +65,8 @@ class ExportFilter:
     def scope_ok(self, scope: str | None) -> bool:
         if scope is None:
             return self.patterns is None and self.token_scopes is None
-        if scope == "*":
-            return self.patterns is None
+        if scope == "*":  # an owner-wide default: beyond a scope-confined token's reach
+            return self.patterns is None and self.token_scopes is None
         parsed = parse_scope(scope)
         return scope_allowed(self.token_scopes, parsed) and scope_allowed(self.patterns, parsed)
 

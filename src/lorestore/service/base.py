@@ -133,6 +133,32 @@ class ServiceBase:
                 )
 
     @staticmethod
+    def _unconfined(actor: Actor, what: str) -> None:
+        """Refuse a token confined to some scopes or orgs an operation on its principal as a
+        whole (its tokens, a new org, the owner-wide default policy)."""
+        if actor.scopes is not None or actor.orgs is not None:
+            raise LorestoreError(
+                "forbidden",
+                f"{what} acts beyond the scopes or orgs this token is confined to",
+                hint="use a token without scope or org limits",
+                details={
+                    "token_scopes": None if actor.scopes is None else list(actor.scopes),
+                    "token_orgs": None if actor.orgs is None else list(actor.orgs),
+                },
+            )
+
+    @staticmethod
+    def _within_orgs(actor: Actor, org: str) -> None:
+        """Refuse an org-confined token an operation on an org outside its orgs."""
+        if actor.orgs is not None and org not in actor.orgs:
+            raise LorestoreError(
+                "forbidden",
+                f"this token is not allowed to act for {org}",
+                hint="use a token whose orgs include it",
+                details={"org": org, "token_orgs": list(actor.orgs)},
+            )
+
+    @staticmethod
     def _owner_for(
         tx: Transaction,
         actor: Actor,
@@ -211,13 +237,15 @@ class ServiceBase:
         after: tuple[int, str] | None = None,
         reason: str | None = None,
         detail: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> None:
         """Append one event to the owner's hash-chained audit log, inside ``tx``.
 
-        ``lesson`` is None for an event about the store rather than one lesson (a sweep).
+        ``lesson`` is None for an event about the store rather than one lesson (a sweep, a
+        policy); its chain is then ``owner``'s, else the actor's own.
         """
         event: dict[str, Any] = {
-            "owner": owner_key(lesson) if lesson else actor.owner,
+            "owner": owner_key(lesson) if lesson else (owner or actor.owner),
             "at": self._now(),
             "actor": actor.principal,
             "action": action,

@@ -417,7 +417,10 @@ class ImportOperations(ServiceBase):
             writable = self._readable_owners(batch.tx, actor)
             owner = record.owner if record.owner in writable else actor.owner
             if owner != actor.owner:
+                self._within_orgs(actor, owner)
                 self._owner_for_org(batch.tx, actor, owner)
+            else:
+                self._unconfined(actor, "the owner-wide default policy (*)")
         else:
             self._authorise(actor, "review", scope)
             owner = batch.owner(scope)

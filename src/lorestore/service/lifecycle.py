@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from lorestore.auth.actor import Actor
+from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
@@ -68,6 +69,16 @@ class LifecycleOperations(ServiceBase):
         self._authorise(actor, "admin", scope)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope, write=True)
+            if owner.startswith("org:"):  # erasing team knowledge, as purging it, is for admins
+                roles = {m.org: m.role for m in tx.memberships(actor.principal)}
+                role = roles.get(owner)
+                if role not in ("owner", "admin"):
+                    raise LorestoreError(
+                        "forbidden",
+                        f"a hard delete in {owner} needs its owner or admin role; you are {role}",
+                        hint="archive the lesson instead (it can be restored), or ask an admin",
+                        details={"org": owner, "role": role},
+                    )
             stored = self._existing(tx, owner, scope, key)
             erased = self._erase(tx, actor, stored, "delete", p.reason)
             tx.compact_search_index()

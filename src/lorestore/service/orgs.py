@@ -1,8 +1,10 @@
 """Organisations: create, list, members, invites with one-time codes, and scope bindings.
 
-Every membership change is checked here against the actor's role in the org; on
-PostgreSQL the row-level policies (and the definer functions that create orgs and accept
-invites) enforce the same rules again in the database.
+Every membership change is checked here against the actor's role in the org and its
+rank (only an owner invites or removes an owner; the last owner stays). On PostgreSQL the
+row-level policies confine membership changes to orgs the actor administers, and definer
+functions create orgs, accept invites and check a binding's claim; the finer rules (ranks,
+the last owner) are enforced here.
 """
 
 from __future__ import annotations
@@ -50,6 +52,32 @@ def _slug(text: str, what: str) -> str:
     return slug
 
 
+def _claim(pattern: str) -> list[str]:
+    """The SQL LIKE patterns of the scopes a binding of ``pattern`` claims (a repository's
+    branches with it); refuses a pattern that claims more than a named owner's or project's
+    scopes: ``global``, or a wildcard in the project name or repository owner."""
+    kind, _, rest = pattern.partition("::")
+    first = rest.split("/", 1)[0].split("::", 1)[0]
+    if kind == "global" or "*" in first:
+        raise LorestoreError(
+            "invalid_scope",
+            f"{pattern} names no owner or project: bound, it would take every matching "
+            "scope, whoever uses it, for one org",
+            hint="bind scopes under a name the org stands for, e.g. repo::acme/* or "
+            "project::payments",
+            details={"pattern": pattern},
+        )
+
+    def like(text: str) -> str:
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return escaped.replace("*", "%")
+
+    likes = [like(pattern)]
+    if kind == "repo":
+        likes.append(like(f"branch::{rest}") + "::%")
+    return likes
+
+
 def _code_hash(code: str) -> str:
     return hashlib.sha256(code.strip().encode("utf-8")).hexdigest()
 
@@ -70,6 +98,7 @@ class OrgOperations(ServiceBase):
 
     def org_create(self, actor: Actor, p: OrgCreateParams) -> OrgInfo:
         self._authorise(actor, "admin")
+        self._unconfined(actor, "creating an org")
         org = f"org:{_slug(p.slug, 'the org slug')}"
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             if not tx.create_org(org, (p.name or org[4:]).strip(), actor.principal, self._now()):
@@ -89,6 +118,7 @@ class OrgOperations(ServiceBase):
     def org_members(self, actor: Actor, p: OrgParams) -> OrgMembersResult:
         self._require(actor, "read")
         org = f"org:{_slug(p.org, 'the org')}"
+        self._within_orgs(actor, org)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             if self._role(tx, actor, org) is None:
                 raise LorestoreError("not_found", f"you are not a member of {org}")
@@ -102,6 +132,7 @@ class OrgOperations(ServiceBase):
         self._authorise(actor, "admin")
         org = f"org:{_slug(p.org, 'the org')}"
         invitee = f"user:{_slug(p.user, 'the user name')}"
+        self._within_orgs(actor, org)
         days = bounded("expires_days", p.expires_days, 1, 90)
         now = self.clock()
         code = "inv_" + secrets.token_urlsafe(24)
@@ -140,10 +171,18 @@ class OrgOperations(ServiceBase):
         self._authorise(actor, "admin")
         org = f"org:{_slug(p.org, 'the org')}"
         member = f"user:{_slug(p.user, 'the user name')}"
+        self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
+            members = tx.org_members(org)
             if member != actor.principal:
                 self._require_org_admin(tx, actor, org)
-            members = tx.org_members(org)
+                roles = {m.member: m.role for m in members}
+                if roles.get(member) == "owner" and roles.get(actor.principal) != "owner":
+                    raise LorestoreError(
+                        "forbidden",
+                        f"{member} is an owner of {org}; only an owner can remove an owner",
+                        details={"org": org, "member": member},
+                    )
             owners = [m.member for m in members if m.role == "owner"]
             if owners == [member]:
                 raise LorestoreError(
@@ -171,9 +210,19 @@ class OrgOperations(ServiceBase):
         self._authorise(actor, "admin")
         org = f"org:{_slug(p.org, 'the org')}"
         pattern = normalise_pattern(p.pattern)
+        self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             self._require_org_admin(tx, actor, org)
             if bind:
+                if tx.scopes_held_by_others(org, _claim(pattern)):
+                    raise LorestoreError(
+                        "conflict",
+                        f"lessons of other owners are kept at scopes {pattern} covers; bound "
+                        f"to {org}, they would be cut off from their owners",
+                        hint="bind a narrower pattern, or have those lessons moved into the org "
+                        "first (lorestore export, then import into the org's scope)",
+                        details={"pattern": pattern, "org": org},
+                    )
                 if not tx.insert_binding(org, pattern, actor.principal, self._now()):
                     raise LorestoreError(
                         "conflict",

@@ -208,7 +208,8 @@ class RecallOperations(ServiceBase):
         setting = p.revision_policy is not None or p.require_review is not None
         scope = OWNER_DEFAULT if p.scope.strip() == OWNER_DEFAULT else parse_scope(p.scope).text
         if scope == OWNER_DEFAULT:
-            self._require(actor, "review" if setting else "read")
+            self._authorise(actor, "review" if setting else "read")
+            self._unconfined(actor, "the owner-wide default policy (*)")
         else:
             self._authorise(actor, "review" if setting else "read", scope)
         now = self._now()
@@ -231,6 +232,7 @@ class RecallOperations(ServiceBase):
                     actor,
                     "policy",
                     None,
+                    owner=owner,  # the chain of the owner whose policy it is (an org's too)
                     reason=None,
                     detail={
                         "owner": owner,

@@ -78,6 +78,17 @@ class TokenOperations(ServiceBase):
         orgs = None
         if p.orgs is not None:
             orgs = tuple(dict.fromkeys(o.strip().lower().removeprefix("org:") for o in p.orgs))
+        if actor.orgs is not None:  # a token confined to orgs makes tokens confined to them
+            allowed = tuple(o.removeprefix("org:") for o in actor.orgs)
+            if orgs is None:
+                orgs = allowed
+            elif not set(orgs) <= set(allowed):
+                raise LorestoreError(
+                    "forbidden",
+                    "a token cannot reach orgs its creator's token does not",
+                    hint=f"name only orgs among {', '.join(allowed)}",
+                    details={"token_orgs": list(allowed)},
+                )
         now = self.clock()
         expires_at = None
         if p.expires_days is not None:
@@ -102,12 +113,14 @@ class TokenOperations(ServiceBase):
 
     def token_list(self, actor: Actor, p: NoParams) -> TokenListResult:
         self._authorise(actor, "admin")
+        self._unconfined(actor, "listing every token of your account")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             tokens = tx.list_tokens(actor.principal)
         return TokenListResult(tokens=[_info(t) for t in tokens])
 
     def token_revoke(self, actor: Actor, p: TokenRevokeParams) -> TokenInfo:
         self._authorise(actor, "admin")
+        self._unconfined(actor, "revoking a token of your account")
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             if not tx.revoke_token(actor.principal, p.id, self._now()):
                 raise LorestoreError(

@@ -303,6 +303,11 @@ ON CONFLICT DO NOTHING;
 -- Remove a scope binding (org admins only, by policy).
 DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 
+-- name: scopes_held_by_others
+-- Whether a lesson of another owner than the org sits at a scope matching a LIKE pattern
+-- (a definer function: the app role sees no other tenant's lessons; migration 0013).
+SELECT lorestore_scopes_held_by_others(%(org)s, %(likes)s::text[]) AS held;
+
 -- name: set_max_active
 -- Set an owner's cap on active lessons.
 INSERT INTO owner_stats (owner, max_active) VALUES (%(owner)s, %(limit)s)

@@ -349,6 +349,10 @@ class PostgresTransaction(PortablePrimitives):
     def delete_binding(self, org: str, pattern: str) -> bool:
         return self._exec("delete_binding", {"org": org, "pattern": pattern}).rowcount == 1
 
+    def scopes_held_by_others(self, org: str, likes: Sequence[str]) -> bool:
+        row = self._one("scopes_held_by_others", {"org": org, "likes": list(likes)})
+        return bool(row and row["held"])
+
     def set_max_active(self, owner: str, limit: int) -> None:
         self._exec("set_max_active", {"owner": owner, "limit": limit})
 

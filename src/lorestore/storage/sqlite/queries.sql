@@ -337,6 +337,13 @@ VALUES (:org, :pattern, :by, :at);
 -- Remove a scope binding.
 DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern;
 
+-- name: scopes_held_by_others
+-- Whether a lesson of another owner than :org sits at a scope matching a LIKE pattern.
+SELECT EXISTS (
+    SELECT 1 FROM lessons AS l, json_each(:likes) AS p
+    WHERE l.owner != :org AND l.scope LIKE p.value ESCAPE '\'
+) AS held;
+
 -- name: set_max_active
 -- Set an owner's cap on active lessons.
 INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :limit)

@@ -375,6 +375,10 @@ class SQLiteTransaction(PortablePrimitives):
         params = {"org": org, "pattern": pattern}
         return self._conn.execute(Q["delete_binding"], params).rowcount == 1
 
+    def scopes_held_by_others(self, org: str, likes: Sequence[str]) -> bool:
+        row = self._one("scopes_held_by_others", {"org": org, "likes": dumps(list(likes))})
+        return bool(row and row["held"])
+
     def set_max_active(self, owner: str, limit: int) -> None:
         self._conn.execute(Q["set_max_active"], {"owner": owner, "limit": limit})
 
