@@ -9,7 +9,7 @@ import json
 
 import pytest
 from tests.conftest import dump_text
-from tests.portable import LOCAL, codes, export_lines, header, import_lines, lesson, line
+from tests.portable import LOCAL, T0, codes, export_lines, header, import_lines, lesson, line
 
 from lorestore.auth.actor import local_actor, local_agent
 from lorestore.core.errors import LorestoreError
@@ -171,6 +171,9 @@ def test_import_resolves_the_owner_and_refuses_what_it_may_not_write(
 def test_keeping_adjudicated_trust_needs_a_reviewer(service: LessonService) -> None:
     agent = local_agent(session="agent-1")  # reads and writes, never reviews
     verified = line(lesson("v", "A verified lesson", trust="verified"))
+    reviewed = line(
+        lesson("r", "A candidate with a forged review", review={"by": "user:boss", "at": T0})
+    )
     candidate = line(lesson("c", "A candidate lesson"))
     tomb = line(
         {
@@ -183,11 +186,11 @@ def test_keeping_adjudicated_trust_needs_a_reviewer(service: LessonService) -> N
             "time": "2026-01-01",
         }
     )
-    result = import_lines(service, [header(), verified, candidate, tomb], actor=agent)
-    assert codes(result) == ["forbidden", "forbidden"]
+    result = import_lines(service, [header(), verified, reviewed, candidate, tomb], actor=agent)
+    assert codes(result) == ["forbidden", "forbidden", "forbidden"]
     assert result.lessons.added == 1 and _read(service, "c") == "A candidate lesson"
-    person = import_lines(service, [header(), verified, tomb])
-    assert person.lessons.added == 1 and person.tombstones.added == 1
+    person = import_lines(service, [header(), verified, reviewed, tomb])
+    assert person.lessons.added == 2 and person.tombstones.added == 1
     assert service.memory_read(LOCAL, ReadParams(scope=S, key="v")).lesson.trust == "verified"
 
 

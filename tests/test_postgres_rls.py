@@ -175,6 +175,55 @@ def test_viewer_cannot_write_even_through_raw_sql(seeded: PostgresStore) -> None
             )
 
 
+def test_org_ranks_hold_in_raw_sql(seeded: PostgresStore) -> None:
+    """An org admin cannot make, change or remove an owner through raw SQL, nor invite one;
+    it can manage members, and a member can leave (each refusal beside its control)."""
+    service = LessonService(seeded)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    mia = local_actor(principal="user:mia", session="m")
+    for user, role, actor in (("bob", "admin", BOB), ("mia", "member", mia)):
+        code = service.org_invite(ALICE, OrgInviteParams(org="acme", user=user, role=role)).code
+        service.org_accept(actor, OrgAcceptParams(code=code))
+    with app_connection(seeded, "user:bob") as conn:
+        promote = "UPDATE memberships SET role = 'owner' WHERE org = 'org:acme' AND member = %s"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(promote, ["user:bob"])  # its own row: the new role fails the check
+        demote_owner = "UPDATE memberships SET role = 'member' WHERE member = 'user:alice'"
+        assert conn.execute(demote_owner).rowcount == 0  # an owner's row is out of its reach
+        remove = "DELETE FROM memberships WHERE org = 'org:acme' AND member = %s"
+        assert conn.execute(remove, ["user:alice"]).rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO memberships (org, member, role) "
+                "VALUES ('org:acme', 'user:carol', 'owner')"
+            )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at,"
+                " expires_at) VALUES (gen_random_uuid(), 'org:acme', 'user:carol', 'owner',"
+                " 'x', 'user:bob', now(), now() + interval '1 day')"
+            )
+        demote = "UPDATE memberships SET role = 'viewer' WHERE org = 'org:acme' AND member = %s"
+        assert conn.execute(demote, ["user:mia"]).rowcount == 1  # the control: a member
+    with app_connection(seeded, "user:mia") as conn:
+        assert conn.execute(remove, ["user:mia"]).rowcount == 1  # leaving is always allowed
+    with app_connection(seeded, "user:alice") as conn:
+        assert conn.execute(promote, ["user:bob"]).rowcount == 1  # an owner may promote
+
+
+def test_a_member_leaves_an_org_on_postgres(seeded: PostgresStore) -> None:
+    from lorestore.models import NoParams, OrgListResult, OrgMemberParams
+
+    service = LessonService(seeded)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob", role="member")).code
+    service.org_accept(BOB, OrgAcceptParams(code=code))
+    service.org_remove(BOB, OrgMemberParams(org="acme", user="bob"))
+    listed: OrgListResult = service.org_list(BOB, NoParams())
+    assert listed.orgs == []
+    assert [o.org for o in service.org_list(ALICE, NoParams()).orgs] == ["org:acme"]
+
+
 def test_audit_log_is_append_only_even_for_the_owner(
     seeded: PostgresStore, pg_template: Template, pg_database: str
 ) -> None:

@@ -255,6 +255,13 @@ class ImportOperations(ServiceBase):
                 f"importing a {lesson.trust} lesson keeps its trust, which is a reviewer's call",
                 hint="import with the review permission (a person's CLI or a review token)",
             )
+        if lesson.review is not None and not actor.can("review"):
+            raise LorestoreError(
+                "forbidden",
+                "importing a lesson with a review keeps a person's adjudication "
+                f"({lesson.review.by}), which is a reviewer's to carry over",
+                hint="import with the review permission, or drop the record's review",
+            )
         scope = scope_of(lesson.scope)
         self._authorise(actor, "write", scope.text)
         owner = batch.owner(scope.text)
