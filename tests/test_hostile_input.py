@@ -88,6 +88,7 @@ def test_lone_surrogates_are_refused_like_nul_on_both_backends(
     assert refused(service, "memory_read", scope=S, key=bad).code == "invalid_key"
     assert refused(service, "memory_explain", recall_id="x" + bad).code == "invalid_argument"
     assert refused(service, "memory_recall", repo="acme/app", task=bad).code == "invalid_argument"
+    assert refused(service, "memory_search", query="x").code == "invalid_scope"  # as with []
     assert call(service, "memory_scopes")["scopes"] == []  # nothing was stored
     written = call(service, "memory_write", scope=S, key="k\u00e9", value="caf\u00e9 \U0001f600")
     assert written["result"] == "created"  # the control: real non-ASCII text is fine

@@ -197,3 +197,22 @@ def test_state_errors_are_404_and_409(api: Api) -> None:
 )
 def test_every_code_has_its_status(code: str, status: int) -> None:
     assert status_of(LorestoreError(code, "m")) == status
+
+
+def test_refusals_carry_the_fields_code_as_on_the_other_surfaces(api: Api) -> None:
+    """A lone surrogate escape is valid JSON that pydantic's parser refuses: REST still
+    answers with the field's code, as the CLI and MCP do; a missing ``scopes`` is
+    ``invalid_scope``, as an empty one is."""
+    raw = b'{"scope": "global", "key": "a\\ud800", "value": "v"}'
+    headers = {"Authorization": f"Bearer {api.token}", "Content-Type": "application/json"}
+    surrogate = api.client.post("/api/v1/memory_write", content=raw, headers=headers)
+    assert error_of(surrogate, 400)["code"] == "invalid_key"
+    broken = api.client.post("/api/v1/memory_write", content=b'{"scope": ', headers=headers)
+    assert error_of(broken, 400)["code"] == "invalid_argument"  # not JSON at all
+    assert error_of(api.post("memory_search", {"query": "x"}), 400)["code"] == "invalid_scope"
+    assert error_of(api.post("memory_search", {"query": "x", "scopes": []}), 400)["code"] == (
+        "invalid_scope"
+    )
+    api.ok("memory_write", {"scope": "global", "key": "a", "value": "v"})  # the control
+    hits = api.ok("memory_search", {"query": "v", "scopes": ["global"]})["hits"]
+    assert [h["lesson"]["key"] for h in hits] == ["a"]

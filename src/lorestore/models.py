@@ -23,7 +23,7 @@ from lorestore.core.records import (
 
 # The code a refused argument gets, by field, so that a NUL in a key or a `true` for ttl_days
 # is reported as validate_key and validate_ttl report their own refusals.
-_FIELD_CODES = {
+FIELD_CODES = {
     "key": "invalid_key",
     "value": "invalid_value",
     "scope": "invalid_scope",
@@ -80,7 +80,7 @@ class Params(BaseModel):
             for name in _whole_number_fields(cls):
                 if isinstance(data.get(name), bool):
                     raise LorestoreError(
-                        _FIELD_CODES.get(name, "invalid_argument"),
+                        FIELD_CODES.get(name, "invalid_argument"),
                         f"{name} must be a whole number, not {str(data[name]).lower()}",
                         hint=f"pass a whole number such as 30, or omit {name}",
                     )
@@ -97,7 +97,7 @@ class Params(BaseModel):
                 why = _unstorable(text)
                 if why is not None:
                     raise LorestoreError(
-                        _FIELD_CODES.get(name, "invalid_argument"),
+                        FIELD_CODES.get(name, "invalid_argument"),
                         f"{where} {why}",
                         hint="lorestore stores text: remove the NUL characters or the broken "
                         "characters (a command line in another encoding makes them)",

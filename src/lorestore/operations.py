@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
+    FIELD_CODES,
     Address,
     AuditParams,
     AuditResult,
@@ -124,12 +125,17 @@ class Operation:
 
 
 def invalid_arguments(operation: str, exc: ValidationError) -> LorestoreError:
+    """Arguments the params model refused: the code of the field when every problem is in one
+    field that has its own (a missing ``scopes`` is ``invalid_scope``, as an empty one is),
+    else ``invalid_argument``; the message lists each problem."""
     problems = []
+    codes = set()
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         problems.append(f"{where}: {err['msg']}")
+        codes.add(FIELD_CODES.get(str(err["loc"][0]), "") if err["loc"] else "")
     return LorestoreError(
-        "invalid_argument",
+        codes.pop() if len(codes) == 1 and "" not in codes else "invalid_argument",
         f"{operation}: " + "; ".join(problems),
         hint="see the tool's input schema or `lorestore <command> --help`",
         details={"errors": problems},

@@ -214,7 +214,7 @@ class OrgOperations(ServiceBase):
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             self._require_org_admin(tx, actor, org)
             if bind:
-                if tx.scopes_held_by_others(org, _claim(pattern)):
+                if tx.scopes_held_by_others(org, actor.principal, _claim(pattern)):
                     raise LorestoreError(
                         "conflict",
                         f"lessons of other owners are kept at scopes {pattern} covers; bound "

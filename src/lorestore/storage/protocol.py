@@ -241,9 +241,10 @@ class Transaction(Protocol):
 
     def delete_binding(self, org: str, pattern: str) -> bool: ...
 
-    def scopes_held_by_others(self, org: str, likes: Sequence[str]) -> bool:
-        """Whether any owner but ``org`` keeps a lesson (in any state) at a scope matching
-        one of the SQL LIKE patterns (``\\`` escapes): what a binding would take from them."""
+    def scopes_held_by_others(self, org: str, actor: str, likes: Sequence[str]) -> bool:
+        """Whether any owner but ``org`` and ``actor`` keeps a lesson (in any state) at a
+        scope matching one of the SQL LIKE patterns (``\\`` escapes): what a binding would
+        take from them."""
 
     def set_max_active(self, owner: str, limit: int) -> None:
         """The cap on an owner's active lessons."""

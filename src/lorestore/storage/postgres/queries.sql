@@ -304,8 +304,9 @@ ON CONFLICT DO NOTHING;
 DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 
 -- name: scopes_held_by_others
--- Whether a lesson of another owner than the org sits at a scope matching a LIKE pattern
--- (a definer function: the app role sees no other tenant's lessons; migration 0013).
+-- Whether a lesson of an owner other than the org and the actor sits at a scope matching a
+-- LIKE pattern (a definer function: the app role sees no other tenant's lessons; migration
+-- 0013; the actor comes from the session).
 SELECT lorestore_scopes_held_by_others(%(org)s, %(likes)s::text[]) AS held;
 
 -- name: set_max_active

@@ -349,7 +349,8 @@ class PostgresTransaction(PortablePrimitives):
     def delete_binding(self, org: str, pattern: str) -> bool:
         return self._exec("delete_binding", {"org": org, "pattern": pattern}).rowcount == 1
 
-    def scopes_held_by_others(self, org: str, likes: Sequence[str]) -> bool:
+    def scopes_held_by_others(self, org: str, actor: str, likes: Sequence[str]) -> bool:
+        # The function takes the actor from the session: ``actor`` is that same principal.
         row = self._one("scopes_held_by_others", {"org": org, "likes": list(likes)})
         return bool(row and row["held"])
 

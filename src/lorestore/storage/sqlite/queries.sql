@@ -338,10 +338,11 @@ VALUES (:org, :pattern, :by, :at);
 DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern;
 
 -- name: scopes_held_by_others
--- Whether a lesson of another owner than :org sits at a scope matching a LIKE pattern.
+-- Whether a lesson of an owner other than :org and :actor sits at a scope matching a LIKE
+-- pattern.
 SELECT EXISTS (
     SELECT 1 FROM lessons AS l, json_each(:likes) AS p
-    WHERE l.owner != :org AND l.scope LIKE p.value ESCAPE '\'
+    WHERE l.owner != :org AND l.owner != :actor AND l.scope LIKE p.value ESCAPE '\'
 ) AS held;
 
 -- name: set_max_active

@@ -375,8 +375,9 @@ class SQLiteTransaction(PortablePrimitives):
         params = {"org": org, "pattern": pattern}
         return self._conn.execute(Q["delete_binding"], params).rowcount == 1
 
-    def scopes_held_by_others(self, org: str, likes: Sequence[str]) -> bool:
-        row = self._one("scopes_held_by_others", {"org": org, "likes": dumps(list(likes))})
+    def scopes_held_by_others(self, org: str, actor: str, likes: Sequence[str]) -> bool:
+        params = {"org": org, "actor": actor, "likes": dumps(list(likes))}
+        row = self._one("scopes_held_by_others", params)
         return bool(row and row["held"])
 
     def set_max_active(self, owner: str, limit: int) -> None:

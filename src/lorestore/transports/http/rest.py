@@ -4,6 +4,7 @@ read-only ones. Each answers the result model as JSON, or the error body with it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -55,10 +56,17 @@ async def _params(op: Operation, request: Request) -> Params:
     if request.method in ("GET", "HEAD"):
         return op.parse(query_arguments(op, request.query_params))
     body = await request.body()
+    raw = body.strip() or b"{}"
     try:
-        return op.params.model_validate_json(body.strip() or b"{}")
+        return op.params.model_validate_json(raw)
     except ValidationError as exc:
-        raise invalid_arguments(op.name, exc) from None
+        if not any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise invalid_arguments(op.name, exc) from None
+        try:  # JSON pydantic's parser refuses but JSON allows: a lone surrogate escape, which
+            data = json.loads(raw)  # the field's own check then refuses as the CLI and MCP do
+        except ValueError:
+            raise invalid_arguments(op.name, exc) from None
+        return op.parse(data)
 
 
 def query_arguments(op: Operation, query: QueryParams) -> dict[str, object]:
