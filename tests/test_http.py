@@ -153,7 +153,7 @@ def test_bad_input_is_400_and_changes_nothing(api: Api) -> None:
         content=b'{"scope": "global", "key": "k", "value": "\\ud800"}',
         headers={"Authorization": f"Bearer {api.token}"},
     )
-    assert error_of(surrogate, 400)["code"] == "invalid_argument"
+    assert error_of(surrogate, 400)["code"] == "invalid_value"  # the field's, as on the CLI
     big = error_of(api.post("memory_write", {"scope": S, "key": "k", "value": "x" * 70_000}), 413)
     assert big["code"] == "value_too_large"
     assert api.ok("memory_scopes")["scopes"] == []
