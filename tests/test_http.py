@@ -130,7 +130,7 @@ def test_get_takes_the_arguments_as_query_parameters(api: Api) -> None:
 
 def test_bad_input_is_400_and_changes_nothing(api: Api) -> None:
     bad_scope = error_of(api.post("memory_write", {"scope": "repo:acme/app", "key": "k"}), 400)
-    assert bad_scope["code"] == "invalid_argument"  # value is missing: the schema speaks first
+    assert bad_scope["code"] == "invalid_value"  # value is missing: the schema speaks first
     bad = error_of(
         api.post("memory_write", {"scope": "repo:acme/app", "key": "k", "value": "v"}), 400
     )
