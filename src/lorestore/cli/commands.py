@@ -109,6 +109,16 @@ def _source_parameters() -> list[inspect.Parameter]:
     return params
 
 
+def _repeatable(name: str, info: Any) -> inspect.Parameter:
+    """A repeatable option of raw text items, parsed by ``_collect`` (``PATH=BLOB`` forms)."""
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[list[str] | None, info],
+    )
+
+
 def build_command(op: Operation, run: Runner) -> Callable[..., None]:
     """A function whose signature Typer reads as the command's arguments and options."""
     parameters: list[inspect.Parameter] = []
@@ -126,14 +136,7 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
                 "as git reads paths; its blob hash is read from git) or PATH=BLOB; repeatable",
                 rich_help_panel="Provenance",
             )
-            parameters.append(
-                inspect.Parameter(
-                    name,
-                    inspect.Parameter.KEYWORD_ONLY,
-                    default=None,
-                    annotation=Annotated[list[str] | None, info],
-                )
-            )
+            parameters.append(_repeatable(name, info))
         elif name == "blobs":
             info = typer.Option(
                 "--blob",
@@ -142,14 +145,7 @@ def build_command(op: Operation, run: Runner) -> Callable[..., None]:
                 "repeatable. Read from git for every file not given",
                 metavar="PATH=BLOB",
             )
-            parameters.append(
-                inspect.Parameter(
-                    name,
-                    inspect.Parameter.KEYWORD_ONLY,
-                    default=None,
-                    annotation=Annotated[list[str] | None, info],
-                )
-            )
+            parameters.append(_repeatable(name, info))
         else:
             parameters.append(_option_parameter(name, field, positional=False))
     json_info = typer.Option("--json", help="print the result (or error) as JSON")
