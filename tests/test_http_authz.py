@@ -127,3 +127,14 @@ def test_a_policy_on_an_org_scope_is_audited_in_the_org_chain(api: Api) -> None:
     assert len(policy) == 1 and policy[0]["owner"] == "org:acme"
     assert policy[0]["actor"] == "user:alice"
     assert api.ok("audit_verify", token=tokens["mia"])["ok"] is True
+
+
+def test_a_failing_store_is_reported_as_such_not_as_a_rate_limit(api: Api, home: Path) -> None:
+    """The per-request budget is counted in the store; when the store itself fails, the
+    client is told that (storage_error), not to retry every second (rate_limited)."""
+    api.ok("memory_write", {"scope": "global", "key": "k", "value": "v"})  # the control
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"lorestore.db{suffix}").unlink(missing_ok=True)
+    failed = api.post("memory_write", {"scope": "global", "key": "k2", "value": "w"})
+    assert error_of(failed, 500)["code"] == "storage_error"
+    assert "restart" in failed.json()["error"]["hint"]

@@ -234,3 +234,32 @@ def test_a_store_turns_full_text_merging_back_on_after_an_import_died(tmp_path: 
     assert _automerge(path) == 0
     SQLiteStore(path).close()
     assert _automerge(path) == 4
+
+
+def test_an_import_on_a_full_disk_stops_and_says_where(tmp_path: Path) -> None:
+    """SQLite's page limit makes the disk full for real: the import stops at the batch that
+    failed (it does not retry every record of every batch for hours), reports it with the
+    line, leaves the connection's settings as they were, and the same file imported again
+    once there is room lands the rest."""
+    path = tmp_path / "full.db"
+    store = SQLiteStore(path)
+    try:
+        service = LessonService(store)
+        before = [store._conn.execute(f"PRAGMA {n}").fetchone()[0] for n in ("cache_size",)]
+        pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+        store._conn.execute(f"PRAGMA max_page_count = {pages + 40}")
+        big = "a long lesson about the flaky integration tests and their database " * 20
+        lines = [header()] + [line(lesson(f"k{i}", f"{i} {big}")) for i in range(2500)]
+        result = import_lines(service, lines)
+        stopped = [p for p in result.problems if p.code == "storage_error"]
+        assert len(stopped) == 1 and "stopped" in stopped[0].message
+        assert stopped[0].line == 2  # the first batch failed: nothing after it was read
+        assert result.lessons.added == 0 and result.read < 2500
+        assert [store._conn.execute("PRAGMA cache_size").fetchone()[0]] == before
+        store._conn.execute("PRAGMA max_page_count = 1073741823")  # room again: the control
+        again = import_lines(service, lines)
+        assert again.lessons.added == 2500 and again.problems == []
+        assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        store.close()
+    assert _automerge(path) == 4

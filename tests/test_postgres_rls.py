@@ -246,3 +246,35 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(call).fetchone() == (0,)  # alice's scope, asked for by bob
     with app_connection(seeded, "user:alice") as conn:
         assert conn.execute(call).fetchone() == (1,)  # positive control: alice finds it
+
+
+def test_a_rejection_waits_for_writes_of_its_owner_in_flight(seeded: PostgresStore) -> None:
+    """A write that has checked the tombstones holds the owner's corrections lock (shared)
+    until it commits; a rejection takes it exclusively first, so its scan for copies sees
+    that write (READ COMMITTED alone let such a copy stay served beside the tombstone)."""
+    import threading
+
+    from lorestore.models import ReadParams, RejectParams
+
+    service = LessonService(seeded)
+    value = "Skip the flaky payment test"
+    service.memory_write(ALICE, WriteParams(scope="global", key="a", value=value))
+    done: list[object] = []
+    with app_connection(seeded, "user:alice") as writer:
+        writer.execute("BEGIN")
+        writer.execute(
+            "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
+            ["lorestore.corrections:user:alice"],
+        )
+        rejecting = threading.Thread(
+            target=lambda: done.append(
+                service.memory_reject(ALICE, RejectParams(scope="global", key="a", reason="no"))
+            )
+        )
+        rejecting.start()
+        rejecting.join(timeout=1.0)
+        assert rejecting.is_alive() and not done  # it waits for the write in flight
+        writer.execute("COMMIT")
+    rejecting.join(timeout=10)
+    assert done and not rejecting.is_alive()  # the control: then it goes ahead
+    assert service.memory_history(ALICE, ReadParams(scope="global", key="a")).trust == "rejected"

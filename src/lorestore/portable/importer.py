@@ -83,6 +83,7 @@ class ImportRun:
         self._unknown_types: Counter[str] = Counter()
         self._problems: list[Problem] = []
         self._problems_total = 0
+        self._stopped = False
 
     def run(self, incoming: Iterable[Incoming]) -> ImportResult:
         batch: list[Item] = []
@@ -93,6 +94,8 @@ class ImportRun:
             if len(batch) >= BATCH:
                 self._flush(batch)
                 batch = []
+            if self._stopped:
+                return self.result()
         self._flush(batch)
         return self.result()
 
@@ -143,6 +146,9 @@ class ImportRun:
         try:
             results = self._apply(batch)
         except LorestoreError as exc:
+            if exc.code == "storage_error":  # a full or failing disk: every record would fail
+                self._stop(batch, exc)
+                return
             if len(batch) == 1:
                 results = [Applied("refused", exc.code, exc.message)]
             else:
@@ -151,6 +157,24 @@ class ImportRun:
                 return
         for item, applied in zip(batch, results, strict=True):
             self._tally(item, applied)
+
+    def _stop(self, batch: list[Item], exc: LorestoreError) -> None:
+        """The store failed under a batch: it is rolled back, nothing after it is read, and
+        the result says where the import stopped (what landed before it stays)."""
+        self._stopped = True
+        for item in batch:
+            self._outcomes[item.kind]["refused"] += 1
+        first = batch[0].incoming
+        self._problem(
+            Problem(
+                line=first.line,
+                path=first.path,
+                code=exc.code,
+                message=f"the import stopped here: {exc.message}. The {len(batch)} records "
+                "from this line on were not imported, and nothing after them was read; "
+                "what came before landed",
+            )
+        )
 
     def _tally(self, item: Item, applied: Applied) -> None:
         self._outcomes[item.kind][applied.outcome] += 1

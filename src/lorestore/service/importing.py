@@ -83,9 +83,10 @@ class _Batch:
     def owner(self, scope: str) -> str:
         if scope not in self._owners:
             try:
-                self._owners[scope] = self._service._owner_for(
-                    self.tx, self._actor, scope, write=True
-                )
+                owner = self._service._owner_for(self.tx, self._actor, scope, write=True)
+                if owner not in self._owners.values():  # once per owner, before its lessons
+                    self.tx.lock_corrections(owner, exclusive=False)
+                self._owners[scope] = owner
             except LorestoreError as exc:
                 self._owners[scope] = exc
         found = self._owners[scope]

@@ -38,6 +38,8 @@ class LifecycleOperations(ServiceBase):
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope, write=True)
+            if status == "active":  # a restore checks tombstones: ordered against rejections
+                tx.lock_corrections(owner, exclusive=False)
             stored = self._existing(tx, owner, scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)

@@ -55,7 +55,9 @@ class ReviewOperations(ServiceBase):
         self._authorise(actor, "review", scope)
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, self._owner_for(tx, actor, scope, write=True), scope, key)
+            owner = self._owner_for(tx, actor, scope, write=True)
+            tx.lock_corrections(owner, exclusive=False)  # accepting a revision checks tombstones
+            stored = self._existing(tx, owner, scope, key)
             review = Review(by=actor.principal, at=now, note=p.note)
             if p.revision:
                 return LessonResult(lesson=self._accept_revision(tx, actor, stored, review))
@@ -136,7 +138,11 @@ class ReviewOperations(ServiceBase):
             )
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            stored = self._existing(tx, self._owner_for(tx, actor, scope, write=True), scope, key)
+            owner = self._owner_for(tx, actor, scope, write=True)
+            # Writes of the value that started before this rejection commit first (and its
+            # copies scan sees them); those after it wait, then meet its tombstone.
+            tx.lock_corrections(owner, exclusive=True)
+            stored = self._existing(tx, owner, scope, key)
             review = Review(by=actor.principal, at=now, note=reason)
             if p.undo:
                 updated = self._undo_reject(tx, actor, stored, review)

@@ -49,6 +49,15 @@ def _info(token: TokenRecord) -> TokenInfo:
     )
 
 
+def _budget_unchecked() -> LorestoreError:
+    return LorestoreError(
+        "rate_limited",
+        "the request budget could not be checked, so the request is refused",
+        hint="retry shortly",
+        details={"retry_after": 1},
+    )
+
+
 def _unauthenticated(message: str) -> LorestoreError:
     return LorestoreError(
         "unauthenticated",
@@ -145,13 +154,12 @@ class TokenOperations(ServiceBase):
                 stale = format_ts(now - TOUCH_INTERVAL)
                 if record.last_used_at is None or record.last_used_at < stale:
                     tx.touch_token(record.id, format_ts(now))
+        except LorestoreError as exc:
+            if exc.code in ("storage_error", "busy"):
+                raise  # the store itself failed: say so (a retry every second would not help)
+            raise _budget_unchecked() from exc
         except Exception as exc:  # the store's own refusals included: never fail open
-            raise LorestoreError(
-                "rate_limited",
-                "the request budget could not be checked, so the request is refused",
-                hint="retry shortly",
-                details={"retry_after": 1},
-            ) from exc
+            raise _budget_unchecked() from exc
         if self.rate_limit and count > self.rate_limit:
             retry_after = max(1, int((window + timedelta(minutes=1) - now).total_seconds()))
             raise LorestoreError(

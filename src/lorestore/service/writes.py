@@ -110,6 +110,7 @@ class WriteOperations(ServiceBase):
         expires_at = format_ts(now_dt + timedelta(days=ttl)) if ttl else None
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope.text, write=True)
+            tx.lock_corrections(owner, exclusive=False)
             check_tombstone(tx, owner, scope, digest)
             stored = tx.lesson_at(owner, scope.text, key)
             self._check_if_version(p.if_version, stored)

@@ -137,6 +137,12 @@ class Transaction(Protocol):
         """Forget which sessions wrote the lesson's earlier values: a new version counts the
         sessions that write it from the start, even when its value was current before."""
 
+    def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
+        """Order, until commit, the owner's writes that check tombstones (shared) against its
+        rejections (exclusive), so that no write of a value lands unrejected beside the
+        tombstone a concurrent rejection adds. Taken before any address lock. A no-op where
+        write transactions already run one at a time (SQLite)."""
+
     def find_tombstone(
         self, owner: str, scopes: Sequence[str], value_digest: str
     ) -> Tombstone | None: ...

@@ -24,6 +24,22 @@ def translate() -> Iterator[None]:
             "the database refused this change for this actor (row-level security)",
             hint="you may read this tenant's lessons but not write them",
         ) from exc
+    except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
+        raise LorestoreError(
+            "busy",
+            "the transaction met another one writing the same rows and was rolled back",
+            hint="retry: nothing of this request was written",
+            details={"error": exc.sqlstate},
+        ) from exc
+    except pg_errors.UniqueViolation as exc:
+        if exc.diag.constraint_name != "lessons_address":
+            raise
+        raise LorestoreError(
+            "conflict",
+            "another write created a lesson at this address at the same moment",
+            hint="retry: the address is taken now, and the retry meets that lesson",
+            details={"constraint": "lessons_address"},
+        ) from exc
     except psycopg.Error as exc:
         if exc.sqlstate == CAP_EXCEEDED:
             message = exc.diag.message_primary or "cap exceeded"

@@ -91,6 +91,12 @@ class PostgresTransaction(PortablePrimitives):
     def _all(self, name: str, params: Any) -> list[Row]:
         return self._exec(name, params).fetchall()
 
+    def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
+        lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+        self._conn.execute(
+            f"SELECT {lock}(hashtextextended(%s, 0))", (f"lorestore.corrections:{owner}",)
+        )
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         if self._write:
             # Two writers creating one address would both see it absent; the lock queues them.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -102,16 +102,36 @@ class BulkLoad:
             self._depth += 1
         try:
             yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0:
-                    if self._merging_deferred:
-                        self._merging_deferred = False
-                        set_fts_automerge(self._conn, FTS_AUTOMERGE)
-                        merge_fts(self._conn)
-                    self._set(*self._saved)
-                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except BaseException:
+            self._leave(quiet=True)  # the import's own failure is the one to report
+            raise
+        self._leave(quiet=False)
+
+    def _leave(self, *, quiet: bool) -> None:
+        """The last import out puts the settings back, turns FTS5's merging back on and
+        merges, and checkpoints. Each step is tried even when one before failed (a full
+        disk): the settings come back first, and merging left undone is done by the next
+        open, which finds automerge off. A failure is ``storage_error``, unless ``quiet``."""
+        from lorestore.storage.sqlite.store import store_error  # store.py imports this module
+
+        with self._lock:
+            self._depth -= 1
+            if self._depth:
+                return
+            failure: sqlite3.Error | None = None
+            steps: list[Callable[[], object]] = [lambda: self._set(*self._saved)]
+            if self._merging_deferred:
+                self._merging_deferred = False
+                steps.append(lambda: set_fts_automerge(self._conn, FTS_AUTOMERGE))
+                steps.append(lambda: merge_fts(self._conn))
+            steps.append(lambda: self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)"))
+            for step in steps:
+                try:
+                    step()
+                except sqlite3.Error as exc:
+                    failure = failure or exc
+            if failure is not None and not quiet:
+                raise store_error(failure) from failure
 
     def _set(self, cache: int, pages: int) -> None:
         # PRAGMA takes no bound parameters; both values are integers of ours.

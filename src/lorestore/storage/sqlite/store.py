@@ -109,6 +109,9 @@ class SQLiteTransaction(PortablePrimitives):
     def _all(self, name: str, params: Any) -> list[sqlite3.Row]:
         return self._conn.execute(Q[name], params).fetchall()
 
+    def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
+        """Nothing to do: BEGIN IMMEDIATE runs write transactions one at a time."""
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
         return _stored_doc(row) if row else None
