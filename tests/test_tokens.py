@@ -216,4 +216,4 @@ def test_rate_limiter_fails_closed(store, clock) -> None:  # type: ignore[no-unt
     break_table(store, "token_usage")
     with pytest.raises(LorestoreError) as err:
         service.authenticate(token)
-    assert err.value.code == "rate_limited"
+    assert err.value.code == "storage_error"  # refused, and said to be the store's failure

@@ -49,12 +49,15 @@ def _info(token: TokenRecord) -> TokenInfo:
     )
 
 
-def _budget_unchecked() -> LorestoreError:
+def _budget_unchecked(error: str) -> LorestoreError:
+    """The store failed while counting a request: refused (never let through), and said to
+    be the store's failure, not a rate limit a client would retry every second."""
     return LorestoreError(
-        "rate_limited",
-        "the request budget could not be checked, so the request is refused",
-        hint="retry shortly",
-        details={"retry_after": 1},
+        "storage_error",
+        "the request budget could not be checked because the store failed, so the request "
+        "is refused",
+        hint="check the store (restart the server if its file was deleted or replaced)",
+        details={"error": error},
     )
 
 
@@ -155,11 +158,11 @@ class TokenOperations(ServiceBase):
                 if record.last_used_at is None or record.last_used_at < stale:
                     tx.touch_token(record.id, format_ts(now))
         except LorestoreError as exc:
-            if exc.code in ("storage_error", "busy"):
-                raise  # the store itself failed: say so (a retry every second would not help)
-            raise _budget_unchecked() from exc
+            if exc.code == "busy":
+                raise  # a lock held elsewhere: retry
+            raise _budget_unchecked(exc.message) from exc
         except Exception as exc:  # the store's own refusals included: never fail open
-            raise _budget_unchecked() from exc
+            raise _budget_unchecked(str(exc)) from exc
         if self.rate_limit and count > self.rate_limit:
             retry_after = max(1, int((window + timedelta(minutes=1) - now).total_seconds()))
             raise LorestoreError(
