@@ -13,7 +13,7 @@
 --   this release, to the query; the lowest-weight part (D) now holds the key, tags and value
 --   with '.', '/', '~', ':', '@' and '\' read as spaces (0006 split only the value, and only
 --   between word characters). Holding only the parts of such words at D was tried and ranked
---   worse in the retrieval eval (PostgreSQL search MRR 0.857 against 0.869; docs/evals.md).
+--   worse in the retrieval eval (PostgreSQL search MRR 0.857 against 0.862; docs/evals.md).
 --   The column is dropped and added back (a rewrite of the table) and its GIN index rebuilt.
 --   lorestore_search_hits breaks ties oldest first, as FTS5's rank order does (the embedded
 --   store cannot do the opposite without ranking and sorting every match): PostgreSQL search

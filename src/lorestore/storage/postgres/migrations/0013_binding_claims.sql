@@ -3,11 +3,13 @@
 -- Why: any user could create an org and bind a pattern over scopes other people already
 --   use (`repo::alice/*`, or any scope at all); from then on those people were refused their
 --   own lessons there ("belongs to org:..., you are not a member"). A binding now may not
---   cover a scope where lessons of any owner but the org and the binding person are kept. The app role
---   cannot see other tenants' lessons (row-level security), so the check is this function.
+--   cover a scope where lessons of any owner but the org and the binding person are kept.
+--   The app role cannot see other tenants' lessons (row-level security), so the check is
+--   this function.
 -- What changes: lorestore_scopes_held_by_others(org, likes) (SECURITY DEFINER, owned by
 --   lorestore_definer): whether a lesson of an owner other than the org and the acting
---   user (from the session, never an argument) sits at a scope matching a LIKE pattern. It answers yes or no only: no scope, owner or count leaves it.
+--   user (from the session, never an argument) sits at a scope matching a LIKE pattern.
+--   It answers yes or no only: no scope, owner or count leaves it.
 -- Tenancy: reads every owner's lessons (the definer bypasses RLS) and returns one boolean;
 --   EXECUTE is granted to lorestore_app only.
 -- Compatibility: additive; org_bind of this release calls it.

@@ -14,8 +14,8 @@
 -- Compatibility: the service of this release checks the same ranks first, so its calls
 --   are unchanged; a member's own `org remove` now works on PostgreSQL as on SQLite.
 -- Verify: as lorestore_app with actor user:bob (admin of org:acme, not owner),
---   `UPDATE memberships SET role = 'owner' WHERE member = 'user:bob'` updates 0 rows and
---   `DELETE FROM memberships WHERE role = 'owner'` deletes 0 rows.
+--   `UPDATE memberships SET role = 'owner' WHERE member = 'user:bob'` fails the policy
+--   check and `DELETE FROM memberships WHERE role = 'owner'` deletes 0 rows.
 
 CREATE FUNCTION lorestore_owned_orgs() RETURNS text[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public
