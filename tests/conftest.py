@@ -202,6 +202,29 @@ def break_table(store: Store, table: str) -> None:
         )
 
 
+def set_cap(store: Store, owner: str, limit: int) -> None:
+    """An operator's change of an owner's cap: on PostgreSQL with the superuser's rights, as
+    `lorestore db cap --database-url` makes it (the app role may not raise caps)."""
+    if isinstance(store, SQLiteStore):
+        with store.transaction(write=True, actor=owner) as tx:
+            tx.set_max_active(owner, limit)
+        return
+    assert isinstance(store, PostgresStore)
+    admin = conninfo_to_dict(admin_url())
+    admin["dbname"] = conninfo_to_dict(store.url)["dbname"]
+    kind, _, name = owner.partition(":")
+    with psycopg.connect(make_conninfo(**admin), autocommit=True) as conn:
+        conn.execute(  # an owner not yet seen is registered first, as its first write would
+            "INSERT INTO principals (id, kind, name) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            [owner, kind, name],
+        )
+        conn.execute(
+            "INSERT INTO owner_stats (owner, max_active) VALUES (%s, %s) "
+            "ON CONFLICT (owner) DO UPDATE SET max_active = excluded.max_active",
+            [owner, limit],
+        )
+
+
 def tamper_audit(store: Store, event_id: int) -> None:
     """What an attacker with the database's owner rights could do: switch off the append-only
     guard and rewrite one event's reason. Only the hash chain can tell afterwards."""

@@ -5,6 +5,7 @@ for the user they name, and a removed member stops seeing the org's lessons."""
 from __future__ import annotations
 
 import pytest
+from tests.conftest import set_cap
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
@@ -154,8 +155,7 @@ def test_token_confined_to_an_org(acme: LessonService) -> None:
 
 def test_cap_on_active_lessons(service: LessonService, store) -> None:  # type: ignore[no-untyped-def]
     write(service, ALICE, "global", "one", key="1")
-    with store.transaction(write=True, actor="user:alice") as tx:
-        tx.set_max_active("user:alice", 2)
+    set_cap(store, "user:alice", 2)
     write(service, ALICE, "global", "two", key="2")
     assert code_of(lambda: write(service, ALICE, "global", "three", key="3")) == "cap_exceeded"
     assert write(service, ALICE, "global", "two, revised", key="2").result == "updated"

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.conftest import dump_text
+from tests.conftest import dump_text, set_cap
 from tests.portable import LOCAL, T0, header, import_lines, lesson, line
 
 from lorestore.core.normalise import value_digest
@@ -80,8 +80,7 @@ def test_records_in_one_batch_meet_each_other_in_file_order(
 
 
 def test_a_batch_over_the_cap_lands_what_fits(service: LessonService) -> None:
-    with service.store.transaction(write=True, actor=LOCAL.principal) as tx:
-        tx.set_max_active(LOCAL.owner, 3)
+    set_cap(service.store, LOCAL.owner, 3)
     lines = [header(), *(line(lesson(f"k{i}", f"Lesson number {i}")) for i in range(5))]
     result = import_lines(service, lines)  # one batch, refused whole, then one at a time
     assert result.lessons.added == 3 and result.lessons.refused == 2

@@ -211,6 +211,27 @@ def test_org_ranks_hold_in_raw_sql(seeded: PostgresStore) -> None:
         assert conn.execute(promote, ["user:bob"]).rowcount == 1  # an owner may promote
 
 
+def test_caps_and_org_deletes_hold_in_raw_sql(seeded: PostgresStore) -> None:
+    """The app role counts active lessons but cannot raise a cap; a member cannot delete the
+    org's lessons, its owner can (each beside its control)."""
+    service = LessonService(seeded)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="team"))
+    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob", role="member")).code
+    service.org_accept(BOB, OrgAcceptParams(code=code))
+    with app_connection(seeded, "user:alice") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE owner_stats SET max_active = 1000000 WHERE owner = 'user:alice'")
+        counted = "SELECT active_lessons FROM owner_stats WHERE owner = 'user:alice'"
+        assert conn.execute(counted).fetchone() == (1,)  # the control: the count is kept
+    delete = "DELETE FROM lessons WHERE owner = 'org:acme'"
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute(delete).rowcount == 0  # a member
+    with app_connection(seeded, "user:alice") as conn:
+        assert conn.execute(delete).rowcount == 1  # its owner
+
+
 def test_a_member_leaves_an_org_on_postgres(seeded: PostgresStore) -> None:
     from lorestore.models import NoParams, OrgListResult, OrgMemberParams
 

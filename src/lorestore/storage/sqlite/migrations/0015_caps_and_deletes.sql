@@ -1,0 +1,13 @@
+-- 0015_caps_and_deletes.sql
+--
+-- Why: PostgreSQL's migration of the same name makes the database keep two rules the
+--   service keeps on both backends (caps are an operator's; a hard delete in an org needs
+--   its owner or admin role). The embedded store has no roles or row-level security; this
+--   file keeps the two backends' migration numbers in step, so that a store copied between
+--   them (`lorestore migrate`) is at the same schema number on both sides.
+-- What changes: nothing in the schema.
+-- Tenancy: none.
+-- Compatibility: code that ran against the previous migration runs unchanged.
+-- Verify: `SELECT number, name FROM schema_migrations` lists this migration.
+
+SELECT 1;
