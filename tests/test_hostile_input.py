@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,66 @@ def test_an_address_too_large_for_an_index_entry_is_refused_on_both(
             "created"
         )
         assert call(service, "memory_read", scope=scope, key=key)["lesson"]["key"] == key
+
+
+def test_stdio_answers_a_call_holding_half_a_surrogate_pair(home: Path) -> None:
+    """A host that cut a string inside an emoji sends a lone surrogate escape, valid JSON
+    that the SDK's parser refuses: the line used to be dropped unanswered (the host waited
+    for ever). Now the call is answered, refused with the field's code; the next call too."""
+    import queue
+    import subprocess
+    import threading
+
+    from tests.test_mcp import EXE
+
+    def message(id_: int, method: str, params: dict[str, Any] | None = None) -> str:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            body["params"] = params
+        return json.dumps(body)
+
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    call = {"name": "memory_write", "arguments": {"scope": "global", "key": "KEY", "value": "v"}}
+    lines = [
+        message(1, "initialize", init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        message(2, "tools/call", call).replace("KEY", "cut \\ud83d"),  # half an emoji
+        message(3, "tools/call", call).replace("KEY", "whole \\ud83d\\ude00"),  # the control
+    ]
+    env = {"LORESTORE_HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    server = subprocess.Popen(
+        [EXE, "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    answers: dict[int, Any] = {}
+    received: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [received.put(x) for x in server.stdout or ()])
+    reader.start()
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        while len(answers) < 3:  # the host keeps its end open until every call is answered
+            try:
+                answer = json.loads(received.get(timeout=30))
+            except queue.Empty:
+                pytest.fail(f"no answer after {sorted(answers)}: a call was dropped")
+            answers[answer["id"]] = answer
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+        reader.join(timeout=30)
+        server.stdout.close()
+    refused = answers[2]["result"]
+    assert refused["isError"] and refused["structuredContent"]["error"]["code"] == "invalid_key"
+    landed = answers[3]["result"]
+    assert not landed["isError"] and landed["structuredContent"]["result"] == "created"
+    assert landed["structuredContent"]["lesson"]["key"] == "whole \U0001f600"

@@ -109,13 +109,17 @@ class Params(BaseModel):
 def _unstorable(text: str) -> str | None:
     """Why neither store could keep ``text`` as UTF-8, if so: a NUL (PostgreSQL refuses it)
     or a lone surrogate (not Unicode text; a command-line argument not in UTF-8 becomes one)."""
+    why = (
+        "contains a character that is not text: a NUL (\\x00), or half of a UTF-16 surrogate "
+        "pair (a string cut inside an emoji, or bytes that are not UTF-8)"
+    )
     if "\x00" in text:
-        return "contains a NUL character (\\x00)"
+        return why  # over MCP stdio, half a surrogate pair arrives as a NUL (transports/mcp)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            return "contains a lone surrogate (bytes that are not UTF-8 text)"
+            return why
     return None
 
 

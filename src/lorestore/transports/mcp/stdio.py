@@ -4,8 +4,13 @@ remote mode, on a server's REST API for hosts that only speak stdio."""
 from __future__ import annotations
 
 import contextlib
+import io
+import json
+import os
 import shutil
 import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from lorestore.config import Settings
 from lorestore.transports.mcp.server import Invoker
@@ -32,6 +37,73 @@ def announce(settings: Settings) -> None:
     )
 
 
+def _without_lone_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with every string that holds a lone UTF-16 surrogate holding a NUL there
+    instead, and whether any did."""
+    if isinstance(value, str):
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+            return "".join("\x00" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value), True
+        return value, False
+    if isinstance(value, list):
+        items = [_without_lone_surrogates(v) for v in value]
+        return [v for v, _ in items], any(changed for _, changed in items)
+    if isinstance(value, dict):
+        pairs = {k: _without_lone_surrogates(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+    return value, False
+
+
+def mend_line(line: str) -> str:
+    """A protocol line as the SDK can parse it. JSON may escape half of a surrogate pair (a
+    host that cut a string in the middle of an emoji sends one); the SDK's parser refuses
+    such a line and drops it without an answer, so the host would wait for ever. The string
+    gets a NUL in its place instead, which the tool refuses like the surrogate itself, with
+    the field's code (``invalid_key``, ``invalid_value``, ...). Other lines pass as they are."""
+    if "\\u" not in line or "\\ud" not in line.lower():
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line  # not JSON: the SDK answers what it can
+    mended, changed = _without_lone_surrogates(message)
+    return json.dumps(mended) + "\n" if changed else line
+
+
+class _MendedLines:
+    """The host's lines, each through ``mend_line``."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._mended()
+
+    async def _mended(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield mend_line(line)
+
+
+@contextlib.contextmanager
+def _host_input() -> Iterator[Any]:
+    """The host's input, read from a private copy of fd 0 while fd 0 itself points at the
+    null device (as the SDK's own stdio transport does), so that a child process such as
+    git cannot read the protocol's bytes; fd 0 is put back at the end."""
+    import anyio
+
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # closefd=False: the SDK's reader thread may still block on it after the transport ends.
+    text = io.TextIOWrapper(
+        os.fdopen(wire, "rb", closefd=False), encoding="utf-8", errors="replace"
+    )
+    try:
+        yield _MendedLines(anyio.wrap_file(text))
+    finally:
+        os.dup2(wire, 0)
+
+
 def serve_stdio(invoke: Invoker) -> None:
     """Serve the tools over stdin/stdout until the host closes them."""
     import anyio
@@ -42,8 +114,10 @@ def serve_stdio(invoke: Invoker) -> None:
     server = build_server(lambda ctx: invoke)
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        with _host_input() as lines:
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(run)
