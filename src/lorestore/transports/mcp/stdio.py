@@ -48,8 +48,11 @@ def _without_lone_surrogates(value: Any) -> tuple[Any, bool]:
         items = [_without_lone_surrogates(v) for v in value]
         return [v for v, _ in items], any(changed for _, changed in items)
     if isinstance(value, dict):
-        pairs = {k: _without_lone_surrogates(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+        mended = [
+            (_without_lone_surrogates(k), _without_lone_surrogates(v)) for k, v in value.items()
+        ]
+        changed = any(kc or vc for (_, kc), (_, vc) in mended)
+        return {k: v for (k, _), (v, _) in mended}, changed
     return value, False
 
 
