@@ -156,13 +156,20 @@ def test_forging_the_actor_in_an_argument_does_nothing(seeded: PostgresStore) ->
     )  # positive control: the named invitee can
 
 
-def test_viewer_cannot_write_even_through_raw_sql(seeded: PostgresStore) -> None:
-    service = LessonService(seeded)
+def team(store: PostgresStore, bob_role: str) -> LessonService:
+    """Org acme owned by alice, bound to repo::acme/*, with a team lesson there, and bob in it
+    with ``bob_role``."""
+    service = LessonService(store)
     service.org_create(ALICE, OrgCreateParams(slug="acme"))
     service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
     service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="team"))
-    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob", role="viewer")).code
-    service.org_accept(BOB, OrgAcceptParams(code=code))
+    invite = OrgInviteParams(org="acme", user="bob", role=bob_role)  # type: ignore[arg-type]
+    service.org_accept(BOB, OrgAcceptParams(code=service.org_invite(ALICE, invite).code))
+    return service
+
+
+def test_viewer_cannot_write_even_through_raw_sql(seeded: PostgresStore) -> None:
+    team(seeded, "viewer")
     with app_connection(seeded, "user:bob") as conn:
         assert conn.execute("SELECT value FROM lessons WHERE owner = 'org:acme'").fetchall() == [
             ("team",)
@@ -214,12 +221,7 @@ def test_org_ranks_hold_in_raw_sql(seeded: PostgresStore) -> None:
 def test_caps_and_org_deletes_hold_in_raw_sql(seeded: PostgresStore) -> None:
     """The app role counts active lessons but cannot raise a cap; a member cannot delete the
     org's lessons, its owner can (each beside its control)."""
-    service = LessonService(seeded)
-    service.org_create(ALICE, OrgCreateParams(slug="acme"))
-    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
-    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="team"))
-    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob", role="member")).code
-    service.org_accept(BOB, OrgAcceptParams(code=code))
+    team(seeded, "member")
     with app_connection(seeded, "user:alice") as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("UPDATE owner_stats SET max_active = 1000000 WHERE owner = 'user:alice'")

@@ -133,6 +133,11 @@ class ServiceBase:
                 )
 
     @staticmethod
+    def _role(tx: Transaction, actor: Actor, org: str) -> str | None:
+        """The actor's role in ``org``, None when not a member."""
+        return next((m.role for m in tx.memberships(actor.principal) if m.org == org), None)
+
+    @staticmethod
     def _unconfined(actor: Actor, what: str) -> None:
         """Refuse a token confined to some scopes or orgs an operation on its principal as a
         whole (its tokens, a new org, the owner-wide default policy)."""

@@ -455,11 +455,9 @@ class ImportOperations(ServiceBase):
         )
         return Applied("added")
 
-    @staticmethod
-    def _owner_for_org(tx: Transaction, actor: Actor, org: str) -> None:
+    def _owner_for_org(self, tx: Transaction, actor: Actor, org: str) -> None:
         """An owner default of an org may be set by its owners, admins and members only."""
-        roles = {m.org: m.role for m in tx.memberships(actor.principal)}
-        if roles.get(org) not in ("owner", "admin", "member"):
+        if self._role(tx, actor, org) not in ("owner", "admin", "member"):
             raise LorestoreError("forbidden", f"you may not set policies of {org}")
 
     def _import_foreign(

@@ -72,8 +72,7 @@ class LifecycleOperations(ServiceBase):
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope, write=True)
             if owner.startswith("org:"):  # erasing team knowledge, as purging it, is for admins
-                roles = {m.org: m.role for m in tx.memberships(actor.principal)}
-                role = roles.get(owner)
+                role = self._role(tx, actor, owner)
                 if role not in ("owner", "admin"):
                     raise LorestoreError(
                         "forbidden",

@@ -83,9 +83,6 @@ def _code_hash(code: str) -> str:
 
 
 class OrgOperations(ServiceBase):
-    def _role(self, tx: Transaction, actor: Actor, org: str) -> str | None:
-        return next((m.role for m in tx.memberships(actor.principal) if m.org == org), None)
-
     def _require_org_admin(self, tx: Transaction, actor: Actor, org: str) -> None:
         role = self._role(tx, actor, org)
         if role not in ADMIN_ROLES:
