@@ -10,7 +10,6 @@ only for the lessons offered.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,8 +68,9 @@ class LessonHead(NamedTuple):
     valid_to: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
+    """A lesson recall weighs (named tuples: a recall builds and decides a few hundred)."""
+
     lesson: LessonHead
     digest: str
     rung: int  # 0 = the narrowest scope of the ladder
@@ -78,8 +78,7 @@ class Candidate:
     policy: ScopePolicy
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     candidate: Candidate
     offered: bool
     reasons: tuple[str, ...]
@@ -95,7 +94,7 @@ class Selection:
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token for English prose and code (no tokenizer needed)."""
-    return max(1, math.ceil(len(text) / 4))
+    return (len(text) + 3) // 4 or 1
 
 
 def hold_reasons(
@@ -133,7 +132,7 @@ def hold_reasons(
 
 # Hold reasons after which a lesson no longer stands at its address: it neither shadows the
 # same key further up the ladder nor counts as the kept copy of its value.
-_NOT_STANDING = ("expired", "not_yet_valid", "no_longer_valid")
+_NOT_STANDING = frozenset(("expired", "not_yet_valid", "no_longer_valid"))
 
 
 def _same_commit(recorded: str, current: str) -> bool:
@@ -272,10 +271,11 @@ def _eligibility(
             reasons.insert(0, f"shadowed_by:{shadow}")
         elif c.digest in seen_values:
             reasons.insert(0, f"duplicate_of:{seen_values[c.digest]}")
-        if not any(r in _NOT_STANDING for r in reasons):
-            live_keys.setdefault(lesson.key, lesson.scope)
         if not reasons:
+            live_keys.setdefault(lesson.key, lesson.scope)
             seen_values[c.digest] = f"{lesson.scope}/{lesson.key}"
+        elif _NOT_STANDING.isdisjoint(reasons):
+            live_keys.setdefault(lesson.key, lesson.scope)
         decided[id(c)] = reasons
     return decided
 
