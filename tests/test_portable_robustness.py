@@ -269,3 +269,34 @@ def test_a_lesson_in_two_states_is_exported_under_each(
     assert keys("expired", "rejected") == ["both", "expired", "rejected"]
     assert keys("active") == ["active"]  # the control: neither expired nor rejected
     assert keys("archived") == []
+
+
+# --- how lines are written ------------------------------------------------------------------
+
+# Every character a stored string can hold (no lone surrogates, no NUL), quotes, backslashes
+# and control characters among them.
+EVERY_CHARACTER = "".join(chr(c) for c in range(1, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+
+
+def test_a_lesson_without_extension_fields_is_written_as_the_json_module_writes_it(
+    service: LessonService,
+) -> None:
+    """Lessons of lorestore's own fields are written by pydantic-core (the fast path of an
+    export); the text must be exactly the json module's, whatever the characters."""
+    tricky = 'quote " backslash \\ tab \t line\nbreak \x1f \x7f \u2028 \U0001f600 é'
+    import_lines(
+        service,
+        [
+            header(),
+            line(lesson("plain", tricky, tags=["t\u00e9g"], source={"pr": 12, "agent": "a\x01"})),
+            line(lesson("ext", "a lesson with a foreign float", x_score=1e-7)),
+        ],
+    )
+    by_key = {json.loads(raw)["key"]: raw for raw in export_lines(service)[1:]}
+    plain = json.loads(by_key["plain"])
+    assert plain["value"] == tricky
+    as_json_module = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+    assert by_key["plain"] == as_json_module.encode()
+    assert b'"x_score":1e-07' in by_key["ext"]  # the control: a foreign float keeps its spelling
+    record = jsonl.PlainRecord(value=EVERY_CHARACTER, n=[1, True, None, 2**40])
+    assert jsonl.encode(record) == jsonl.encode(dict(record))

@@ -29,6 +29,7 @@ from lorestore.core.validation import (
     validate_tags,
     validate_value,
 )
+from lorestore.portable.jsonl import PlainRecord
 from lorestore.portable.shapes import LESSON, POLICY, TOMBSTONE, canonical, merge, split
 from lorestore.storage.protocol import ForeignRecord, PolicyRecord, PolicyRow, Tombstone
 from lorestore.storage.rows import dumps
@@ -93,6 +94,8 @@ def lesson_line(lesson: Lesson, versions: list[LessonVersion] | None) -> dict[st
     known: dict[str, Any] = {"type": "lesson", **{k: data[k] for k in LESSON.fields[1:-1]}}
     if versions is not None:
         known["versions"] = [version_line(v) for v in versions]
+    if not lesson.ext:
+        return PlainRecord(known)  # the lesson's fields alone hold no float
     return merge(known, lesson.ext, LESSON)
 
 

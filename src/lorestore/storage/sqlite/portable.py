@@ -23,16 +23,17 @@ from lorestore.storage.rows import (
     dumps,
     foreign_params,
     json_value,
-    lesson_from_row,
     lesson_params,
     policy_record_params,
     tombstone_from_row,
     tombstone_params,
-    version_from_row,
     version_params,
 )
 
 Q = load_queries("lorestore.storage.sqlite", "queries.sql")
+# The model's own validator (as the store's read paths use it): a page of 500 records.
+_lesson_from_json = Lesson.__pydantic_validator__.validate_json
+_version_from_json = LessonVersion.__pydantic_validator__.validate_json
 # While an import runs: a page cache of at least 16 MiB for the indexes an import touches at
 # random (the store's own is 32 MiB; SQLite's default 2 MiB), and a checkpoint every 16,000
 # WAL pages (64 MiB of log at 4 KiB) instead of after every commit of more than 1,000. Both
@@ -150,14 +151,14 @@ class PortablePrimitives:
     ) -> list[StoredLesson]:
         params = {"owners": dumps(list(owners)), "after_id": after_id, "limit": limit}
         return [
-            StoredLesson(lesson_from_row(r), r["pk"], r["value_digest"], r["pending_version"])
-            for r in self._conn.execute(Q["export_lessons"], params)
+            StoredLesson(_lesson_from_json(doc), pk, digest, pending)
+            for pk, digest, pending, doc in self._conn.execute(Q["export_lessons"], params)
         ]
 
     def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
         found: dict[int, list[LessonVersion]] = {pk: [] for pk in pks}
-        for row in self._conn.execute(Q["versions_of"], {"pks": dumps(list(pks))}):
-            found[row["lesson_pk"]].append(version_from_row(row, row["lesson_id"]))
+        for pk, doc in self._conn.execute(Q["versions_of"], {"pks": dumps(list(pks))}):
+            found[pk].append(_version_from_json(doc))
         return found
 
     def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:

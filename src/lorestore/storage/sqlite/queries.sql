@@ -440,14 +440,22 @@ ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_pol
     updated_by = excluded.updated_by;
 
 -- name: export_lessons
--- A page of the given owners' lessons in any state, by stable id (`+owner`: seek on the id).
-SELECT * FROM lessons
-WHERE +owner IN (SELECT value FROM json_each(:owners)) AND id > coalesce(:after_id, '')
-ORDER BY id LIMIT :limit;
+-- A page of the given owners' lessons in any state, by stable id (`+owner`: seek on the id),
+-- as records built by SQLite.
+SELECT d.pk, d.value_digest, d.pending_version, d.doc
+FROM lessons AS l JOIN lesson_docs AS d ON d.pk = l.pk
+WHERE +l.owner IN (SELECT value FROM json_each(:owners)) AND l.id > coalesce(:after_id, '')
+ORDER BY l.id LIMIT :limit;
 
 -- name: versions_of
--- Every version of a page of lessons, oldest first, with the lesson's id (lorestore export).
-SELECT v.*, l.id AS lesson_id
+-- Every version of a page of lessons, oldest first, each as its record built by SQLite, with
+-- the lesson's id (lorestore export).
+SELECT v.lesson_pk, json_object(
+        'lesson_id', l.id, 'version', v.version, 'state', v.state, 'value', v.value,
+        'value_digest', v.value_digest, 'tags', json(v.tags), 'valid_from', v.valid_from,
+        'valid_to', v.valid_to, 'recorded_at', v.recorded_at, 'accepted_at', v.accepted_at,
+        'actor', v.actor, 'source', json(v.source)
+    ) AS doc
 FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
 WHERE v.lesson_pk IN (SELECT value FROM json_each(:pks))
 ORDER BY v.lesson_pk, v.version;
