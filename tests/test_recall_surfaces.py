@@ -229,3 +229,15 @@ def test_cli_depends_on_paths_are_relative_to_the_current_directory(
     (sub / "a.py").write_text("A = 2\n")
     held = {h["key"]: h["reasons"] for h in cli.ok("recall")["held"]}
     assert held["sub-file"] == ["file_changed:src/sub/a.py"]
+
+
+def test_cli_recall_prints_the_fence_exactly_as_its_json_text(cli: Cli, work_tree: Path) -> None:
+    """The human output copies the block verbatim: no emoji codes, markup or highlighting."""
+    cli.ok("write", REPO, "codes", "Run :smile: then [bold]make[/bold] on 10.0.0.1 :warning:")
+    text = cli.ok("recall", "--budget", "500")["text"]
+    human = cli("recall", "--budget", "500")
+    block = human.stdout[human.stdout.index("<<<lorestore") :]
+    block = block[: block.index("<<<end lorestore recall>>>") + len("<<<end lorestore recall>>>")]
+    # The recall ids differ; everything after the opening line is the same.
+    assert block.split("\n", 1)[1] == text.split("\n", 1)[1]
+    assert ":smile:" in block and "[bold]make[/bold]" in block  # as written, not rendered

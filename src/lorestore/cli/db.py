@@ -59,14 +59,16 @@ def init_command(
         if json_output:
             print(json.dumps({"error": error.to_dict()}), file=sys.stderr, flush=True)
         else:
-            Console(stderr=True).print(f"[red]error[/] [bold]{error.code}[/]: {error.message}")
+            Console(stderr=True, emoji=False).print(
+                f"[red]error[/] [bold]{error.code}[/]: {error.message}"
+            )
             if error.hint:
-                Console(stderr=True).print(f"[dim]hint:[/] {error.hint}")
+                Console(stderr=True, emoji=False).print(f"[dim]hint:[/] {error.hint}")
         raise typer.Exit(2 if error.bad_input else 1) from None
     if json_output:
         print(json.dumps({"applied": report.applied, "app_url": report.app_url}))
         return
-    console = Console()
+    console = Console(emoji=False)
     if report.applied:
         console.print("applied " + ", ".join(report.applied))
     else:

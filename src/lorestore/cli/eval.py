@@ -176,7 +176,9 @@ def eval_command(
         if message:
             print(json.dumps(message), file=sys.stderr)
         else:
-            Console(stderr=True).print(f"[red]error[/] [bold]{error.code}[/]: {error.message}")
+            Console(stderr=True, emoji=False).print(
+                f"[red]error[/] [bold]{error.code}[/]: {error.message}"
+            )
         raise typer.Exit(2 if error.bad_input else 1) from None
     dataset = {
         "path": str(data),
@@ -187,7 +189,7 @@ def eval_command(
     if json_output:
         print(json.dumps(report(runs, dataset) | {"shortfalls": missed}, indent=2))
     else:
-        console = Console()
+        console = Console(emoji=False)
         render(console, runs, show_misses=show_misses)
         console.print(f"forbidden hits: {forbidden_total(runs)}")
         for line in missed:

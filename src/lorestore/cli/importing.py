@@ -66,7 +66,7 @@ def import_command(
     if json_output:
         print(result.model_dump_json(indent=2))
     else:
-        _render_result(Console(), result)
+        _render_result(Console(emoji=False), result)
     if _incomplete(result):
         raise typer.Exit(1)
 

@@ -104,7 +104,7 @@ def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
-        render(Console(), result)
+        render(Console(emoji=False), result)
 
 
 _default_actions = {op.cli_name for op in on_surface("cli") if op.cli_group is None}

@@ -70,16 +70,16 @@ def migrate_command(
         if json_output:
             print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
         else:
-            render_error(Console(stderr=True), error)
+            render_error(Console(stderr=True, emoji=False), error)
         raise typer.Exit(2 if error.bad_input else 1) from None
     if json_output:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
-        _render(Console(), report)
+        _render(Console(emoji=False), report)
 
 
 def _run(source: str, target: str, *, dry_run: bool, show_progress: bool) -> TransferReport:
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     if not (show_progress and console.is_terminal):
         return migrate_store(source, target, dry_run=dry_run)
     columns = (

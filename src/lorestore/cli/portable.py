@@ -29,7 +29,7 @@ Advance = Callable[[int], None]
 
 
 def err_console() -> Console:
-    return Console(stderr=True)
+    return Console(stderr=True, emoji=False)
 
 
 @contextmanager
@@ -223,7 +223,7 @@ def _print_summary(summary: ExportSummary, as_json: bool, to_stdout: bool) -> No
     if as_json:
         print(summary.model_dump_json(indent=2), file=sys.stderr if to_stdout else sys.stdout)
         return
-    console = err_console() if to_stdout else Console()
+    console = err_console() if to_stdout else Console(emoji=False)
     parts = [f"{summary.lessons} lessons", f"{summary.tombstones} tombstones"]
     parts += [f"{summary.scope_policies} scope policies", f"{summary.unknown} unknown records"]
     console.print("exported " + ", ".join(parts), highlight=False)

@@ -199,7 +199,8 @@ def _tokens(c: Console, r: TokenListResult | TokenInfo) -> None:
 
 
 def _recall(c: Console, r: RecallResult) -> None:
-    c.print(escape(r.text), highlight=False, soft_wrap=True)  # the block is copied verbatim
+    # The block is copied verbatim: no markup, no emoji codes (":warning:"), no highlighting.
+    c.print(r.text, markup=False, emoji=False, highlight=False, soft_wrap=True)
     if r.held:
         table = Table("held", "scope", "key", "trust", title="held back")
         for h in r.held:
@@ -326,5 +327,5 @@ def failure(error: LorestoreError, as_json: bool) -> typer.Exit:
     if as_json:
         print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
     else:
-        render_error(Console(stderr=True), error)
+        render_error(Console(stderr=True, emoji=False), error)
     return typer.Exit(2 if error.bad_input else 1)

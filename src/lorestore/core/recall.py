@@ -131,8 +131,14 @@ def hold_reasons(
 
 
 # Hold reasons after which a lesson no longer stands at its address: it neither shadows the
-# same key further up the ladder nor counts as the kept copy of its value.
-_NOT_STANDING = frozenset(("expired", "not_yet_valid", "no_longer_valid"))
+# same key further up the ladder nor counts as the kept copy of its value. Besides time, a
+# person's judgement: a disputed or rejected lesson, or one awaiting the review its scope
+# requires, does not hide the same key's lesson further up (else writing an unreviewed
+# lesson at a narrower scope would silence a verified one). A lesson held for its revision
+# or files still shadows: it is the scope's own word on that key, only not checked here.
+_NOT_STANDING = frozenset(
+    ("expired", "not_yet_valid", "no_longer_valid", "disputed", "rejected", "unreviewed")
+)
 
 
 def _same_commit(recorded: str, current: str) -> bool:
@@ -184,9 +190,19 @@ def _match_score(c: Candidate, best: float) -> float:
     return c.relevance / best - RUNG_PENALTY * c.rung
 
 
+# Control characters but tab and line feed, shown rather than obeyed: an escape sequence or a
+# carriage return could move a terminal's cursor and draw a fence marker or a header that the
+# text does not hold. C0 and DEL become their Unicode control pictures (ESC is shown as
+# U+241B), C1 the replacement character.
+_CONTROLS = {c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"}
+_CONTROLS |= {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+
+
 def _unfenced(text: str) -> str:
-    """Text that cannot write a fence marker."""
-    return text.replace("<<<", "\u2039" * 3).replace(">>>", "\u203a" * 3)
+    """Text that cannot write a fence marker, nor move a terminal's cursor to draw one."""
+    return (
+        text.translate(_CONTROLS).replace("<<<", "\u2039" * 3).replace(">>>", "\u203a" * 3)
+    )
 
 
 def _inline(text: str) -> str:
@@ -291,7 +307,7 @@ def render_fence(
     if not offered:
         parts += ["(no lessons apply)", ""]
     if not_considered:
-        scopes = ", ".join(not_considered)
+        scopes = ", ".join(_inline(scope) for scope in not_considered)
         parts += [f"(more lessons in {scopes} than were weighed for this task: search them)", ""]
     parts.append(FENCE_CLOSE)
     return "\n".join(parts)
