@@ -200,9 +200,7 @@ _CONTROLS |= {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
 
 def _unfenced(text: str) -> str:
     """Text that cannot write a fence marker, nor move a terminal's cursor to draw one."""
-    return (
-        text.translate(_CONTROLS).replace("<<<", "\u2039" * 3).replace(">>>", "\u203a" * 3)
-    )
+    return text.translate(_CONTROLS).replace("<<<", "\u2039" * 3).replace(">>>", "\u203a" * 3)
 
 
 def _inline(text: str) -> str:
