@@ -241,3 +241,44 @@ def test_cli_recall_prints_the_fence_exactly_as_its_json_text(cli: Cli, work_tre
     # The recall ids differ; everything after the opening line is the same.
     assert block.split("\n", 1)[1] == text.split("\n", 1)[1]
     assert ":smile:" in block and "[bold]make[/bold]" in block  # as written, not rendered
+
+
+def test_cli_reads_the_branch_by_its_name_when_a_tag_shares_it(cli: Cli, work_tree: Path) -> None:
+    _git(work_tree, "checkout", "-q", "-b", "feature")
+    _git(work_tree, "tag", "feature")  # `rev-parse --abbrev-ref HEAD` now says heads/feature
+    cli.ok("write", "branch::example/app::feature", "bk", "A lesson of the feature branch.")
+    result = cli.ok("recall")
+    assert result["context"]["branch"] == "feature"
+    assert [o["lesson"]["key"] for o in result["offered"]] == ["bk"]
+
+
+def test_cli_recall_reads_git_where_its_cwd_says(cli: Cli, work_tree: Path, tmp_path: Path) -> None:
+    """--cwd names the checkout the context comes from, not only the one files are hashed in;
+    a repository named by the caller is not given this checkout's branch or HEAD."""
+    other = tmp_path / "lib"
+    other.mkdir()
+    _git(other, "init", "-q", "-b", "trunk")
+    _git(other, "remote", "add", "origin", "git@github.com:example/lib.git")
+    (other / "x.py").write_text("x = 1\n")
+    _git(other, "add", ".")
+    _git(other, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "lib")
+    there = cli.ok("recall", "--cwd", str(other))["context"]
+    assert (there["repo"], there["branch"]) == ("example/lib", "trunk")
+    assert there["revision"] == _git(other, "rev-parse", "HEAD")
+    here = cli.ok("recall")["context"]  # the control: this checkout
+    assert (here["repo"], here["branch"]) == ("example/app", "main")
+    named = cli.ok("recall", "--repo", "example/lib")["context"]
+    assert named["repo"] == "example/lib" and named["branch"] is None
+    assert named["revision"] is None
+
+
+def test_cli_recall_outside_a_work_tree_holds_files_as_unknown(
+    cli: Cli, work_tree: Path, tmp_path: Path
+) -> None:
+    cli.ok("write", REPO, "test-db", "Tests need Postgres.", "--depends-on", "tests/conftest.py")
+    cli.ok("policy", REPO, "--revision-policy", "files")
+    assert [o["lesson"]["key"] for o in cli.ok("recall")["offered"]] == ["test-db"]  # control
+    elsewhere = cli.ok("recall", "--repo", "example/app", "--cwd", str(tmp_path))
+    assert [(h["key"], h["reasons"]) for h in elsewhere["held"]] == [
+        ("test-db", ["file_unknown:tests/conftest.py"])
+    ]

@@ -19,7 +19,8 @@ from typing import Any
 from lorestore.core.errors import LorestoreError
 from lorestore.core.scope import ladder
 
-_REMOTE = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$", re.IGNORECASE)
+# git's scp-like syntax, [user@]host:path (a colon before any slash).
+_SCP_LIKE = re.compile(r"^[^/:]+:")
 GIT_TIMEOUT_S = 5
 GIT_OPERATIONS = frozenset({"memory_recall", "memory_write"})
 # An agent calls recall and write many times a session: git is asked again at most this
@@ -53,9 +54,24 @@ def _git(cwd: str | Path, *args: str) -> str | None:
 
 
 def repo_from_remote(url: str) -> str | None:
-    """``owner/name`` of a remote URL (https, ssh or scp-like), lower-cased."""
-    match = _REMOTE.search(url.strip())
-    return f"{match.group(1)}/{match.group(2)}".lower() if match else None
+    """``owner/name`` of a remote URL (https, ssh, scp-like or a local path), lower-cased:
+    the last two segments of its path (Azure's ``org/project/_git/repo`` gives
+    ``project/repo``). A URL whose path has fewer than two segments names no repository (a
+    host name is not an owner)."""
+    text = re.split(r"[?#]", url.strip(), maxsplit=1)[0]
+    if "://" in text:
+        path = text.split("://", 1)[1].partition("/")[2]  # the host (and port) left out
+    elif _SCP_LIKE.match(text):
+        path = text.split(":", 1)[1]
+    else:
+        path = text
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 3 and parts[-2] == "_git":
+        parts = [parts[-3], parts[-1]]
+    if len(parts) < 2:
+        return None
+    name = re.sub(r"\.git$", "", parts[-1], flags=re.IGNORECASE)
+    return f"{parts[-2]}/{name}".lower() if name else None
 
 
 def git_context(cwd: str | Path) -> GitContext | None:
@@ -75,11 +91,16 @@ def _read_context(cwd: str | Path) -> GitContext | None:
     if root is None:
         return None
     remote = _git(cwd, "remote", "get-url", "origin")
-    branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+    if remote is None:  # no origin: a checkout's only remote, whatever its name
+        remotes = (_git(cwd, "remote") or "").split()
+        remote = _git(cwd, "remote", "get-url", remotes[0]) if len(remotes) == 1 else None
+    # The branch's own name: `rev-parse --abbrev-ref` says "heads/x" when a tag is named x too.
+    head = _git(cwd, "symbolic-ref", "-q", "HEAD")
+    branch = head.removeprefix("refs/heads/") if head and head.startswith("refs/heads/") else None
     return GitContext(
         root=root,
         repo=repo_from_remote(remote) if remote else None,
-        branch=None if branch in (None, "HEAD") else branch,
+        branch=branch or None,
         revision=_git(cwd, "rev-parse", "HEAD"),
     )
 
@@ -107,10 +128,11 @@ def repo_path(cwd: str | Path, path: str, option: str = "--depends-on") -> str:
 
 def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
     """The git blob hash of each repository-relative path as the file is now on disk
-    (None when it is missing), computed with ``git hash-object``."""
+    (None when it is missing), computed with ``git hash-object``. Outside a work tree nothing
+    is known: no path is in the answer (recall holds such a lesson ``file_unknown``)."""
     root = _git(cwd, "rev-parse", "--show-toplevel")
     if root is None or not paths:
-        return dict.fromkeys(paths)
+        return {}
     present = [p for p in paths if (Path(root) / p).is_file()]
     hashes: dict[str, str | None] = dict.fromkeys(paths)
     if present:
@@ -118,6 +140,13 @@ def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
         if out is not None:
             hashes.update(zip(present, out.splitlines(), strict=True))
     return hashes
+
+
+def _another_repo(given: Any, context: GitContext) -> bool:
+    """Whether the caller named a repository other than the checkout's own."""
+    if not isinstance(given, str) or context.repo is None:
+        return False
+    return given.strip().lower() != context.repo
 
 
 def _forms_ladder(repo: str | None, branch: str | None) -> bool:
@@ -134,6 +163,8 @@ def _recall_context(filled: dict[str, Any], context: GitContext) -> dict[str, An
     answers from the other rungs; the same value passed by the caller is still refused. A
     branch is filled only beside a repository (a checkout with no usable remote has no branch
     scope)."""
+    if _another_repo(filled.get("repo"), context):
+        return filled  # another repository than this checkout: its branch and HEAD are not ours
     if filled.get("repo") is None and context.repo and _forms_ladder(context.repo, None):
         filled["repo"] = context.repo
     if (
@@ -154,13 +185,16 @@ def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) ->
     context, and a written lesson's source and depends_on blobs."""
     if operation not in GIT_OPERATIONS:
         return arguments
-    context = git_context(cwd)
+    # A recall's own cwd, when given, is where its context is read (and its files hashed).
+    context = git_context(arguments.get("cwd") or cwd)
     if context is None:
         return arguments
     filled = dict(arguments)
     if operation == "memory_recall":
         return _recall_context(filled, context)
     source = dict(filled.get("source") or {})
+    if _another_repo(source.get("repo"), context):
+        return filled  # another repository than this checkout: its branch and commit are not ours
     for name, value in (
         ("repo", context.repo),
         ("branch", context.branch),
