@@ -147,7 +147,8 @@ def test_scope_confined_token_reaches_nothing_outside(service: LessonService) ->
         lambda: service.memory_purge_expired(token, NoParams()),
         lambda: service.memory_audit(token, AuditParams()),
         lambda: service.memory_review_queue(token, ReviewQueueParams()),
-        lambda: service.token_create(token, TokenCreateParams(name="wider")),
+        lambda: service.token_create(token, TokenCreateParams(name="wider", scopes=["global"])),
+        lambda: service.token_create(token, TokenCreateParams(name="wider", scopes=["repo::*/*"])),
     ]
     for call in outside:
         assert code_of(call) == "forbidden"
@@ -164,10 +165,20 @@ def test_scope_confined_token_reaches_nothing_outside(service: LessonService) ->
 
 
 def test_a_token_cannot_exceed_its_creator(service: LessonService) -> None:
-    writer = service.authenticate(mint(service, permission="admin", scopes=[APP]).token)
-    assert code_of(lambda: service.token_create(writer, TokenCreateParams(name="x"))) == (
-        "forbidden"
-    )
+    admin = service.authenticate(mint(service, permission="admin", scopes=["repo::acme/*"]).token)
+    inherited = service.token_create(admin, TokenCreateParams(name="x")).info
+    assert inherited.scopes == ["repo::acme/*"]  # a confined token makes confined tokens
+    narrower = ["repo::acme/app", "branch::acme/lib::*", "repo::acme/a*"]
+    made = service.token_create(admin, TokenCreateParams(name="y", scopes=narrower)).info
+    assert made.scopes == narrower
+    for wider in (
+        ["repo::*/*"],
+        ["repo::acme/app", "global"],
+        ["branch::*/*::*"],
+        ["repo::acme*/*"],
+    ):
+        params = TokenCreateParams(name="z", scopes=wider)
+        assert code_of(lambda p=params: service.token_create(admin, p)) == "forbidden"
     assert code_of(lambda: mint(service, scopes=[])) == "invalid_scope"
     assert code_of(lambda: mint(service, scopes=["repo:acme/*"])) == "invalid_scope"
 
@@ -217,3 +228,18 @@ def test_rate_limiter_fails_closed(store, clock) -> None:  # type: ignore[no-unt
     with pytest.raises(LorestoreError) as err:
         service.authenticate(token)
     assert err.value.code == "storage_error"  # refused, and said to be the store's failure
+
+
+def test_a_token_cannot_outlive_its_creator(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
+    parent = mint(service, permission="admin", expires_days=2).info
+    admin = service.authenticate(mint(service, permission="admin", expires_days=2).token)
+    assert parent.expires_at is not None
+    child = service.token_create(admin, TokenCreateParams(name="c")).info
+    assert child.expires_at == admin.token_expires_at  # omitted: ends with its creator
+    shorter = service.token_create(admin, TokenCreateParams(name="s", expires_days=1)).info
+    assert shorter.expires_at is not None and shorter.expires_at < child.expires_at
+    for days in (3, 3650):
+        params = TokenCreateParams(name="l", expires_days=days)
+        assert code_of(lambda p=params: service.token_create(admin, p)) == "forbidden"
+    forever = mint(service, permission="admin").info  # the control: a person's own has no end
+    assert forever.expires_at is None

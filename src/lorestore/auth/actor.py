@@ -26,6 +26,7 @@ class Actor:
     scopes: tuple[str, ...] | None = None  # a token's scope patterns; None: unrestricted
     orgs: tuple[str, ...] | None = None  # a token's orgs ('org:slug'); None: unrestricted
     token_id: str | None = None
+    token_expires_at: str | None = None  # a token's own expiry: the tokens it makes end by then
 
     def can(self, permission: Permission) -> bool:
         return permission in self.permissions or "admin" in self.permissions

@@ -69,3 +69,15 @@ def scope_allowed(patterns: tuple[str, ...] | None, scope: Scope) -> bool:
     if scope.kind == "branch":
         candidates.append(f"repo::{scope.repo}")
     return any(fnmatchcase(c, p) for p in patterns for c in candidates)
+
+
+def pattern_within(pattern: str, patterns: tuple[str, ...]) -> bool:
+    """Whether every scope ``pattern`` matches is one that ``patterns`` allow: the pattern,
+    read as text, matches one of them (a ``*`` of its own falls inside theirs), or it is a
+    branch pattern of a repository they cover."""
+    candidates = [pattern]
+    if pattern.startswith("branch::"):
+        repo = pattern.removeprefix("branch::").split("::", 1)[0]
+        if "*" not in repo:
+            candidates.append(f"repo::{repo}")
+    return any(fnmatchcase(c, p) for p in patterns for c in candidates)

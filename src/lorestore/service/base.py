@@ -119,8 +119,9 @@ class ServiceBase:
         if not scopes:
             raise LorestoreError(
                 "forbidden",
-                "this token is confined to some scopes; name one",
-                hint="pass a scope the token covers",
+                "without a scope this would reach beyond the scopes this token is confined to",
+                hint="name a scope the token covers where the operation takes one, or use a "
+                "token without scope limits",
                 details={"token_scopes": list(actor.scopes)},
             )
         for text in scopes:

@@ -16,6 +16,7 @@ from lorestore.auth.tokens import (
     implied_permissions,
     looks_like_token,
     normalise_pattern,
+    pattern_within,
 )
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
@@ -72,7 +73,7 @@ def _unauthenticated(message: str) -> LorestoreError:
 
 class TokenOperations(ServiceBase):
     def token_create(self, actor: Actor, p: TokenCreateParams) -> TokenCreateResult:
-        self._authorise(actor, "admin")
+        self._require(actor, "admin")  # a scope-confined token makes tokens within its scopes
         name = p.name.strip()
         if not name or len(name) > 100:
             raise LorestoreError("invalid_argument", "a token name is 1-100 characters")
@@ -87,6 +88,16 @@ class TokenOperations(ServiceBase):
                     hint="omit scopes for an unrestricted token",
                 )
             scopes = tuple(dict.fromkeys(normalise_pattern(s) for s in p.scopes))
+        if actor.scopes is not None:  # a token confined to scopes makes tokens within them
+            if scopes is None:
+                scopes = actor.scopes
+            elif not all(pattern_within(s, actor.scopes) for s in scopes):
+                raise LorestoreError(
+                    "forbidden",
+                    "a token cannot reach scopes its creator's token does not",
+                    hint=f"name only scopes within {', '.join(actor.scopes)}",
+                    details={"token_scopes": list(actor.scopes)},
+                )
         orgs = None
         if p.orgs is not None:
             orgs = tuple(dict.fromkeys(o.strip().lower().removeprefix("org:") for o in p.orgs))
@@ -106,6 +117,16 @@ class TokenOperations(ServiceBase):
         if p.expires_days is not None:
             days = bounded("expires_days", p.expires_days, 1, 3650)
             expires_at = format_ts(now + timedelta(days=days))
+        limit = actor.token_expires_at  # a token never makes one that outlives it
+        if limit is not None and expires_at is None:
+            expires_at = limit
+        elif limit is not None and expires_at is not None and expires_at > limit:
+            raise LorestoreError(
+                "forbidden",
+                f"a token cannot outlive its creator's token, which expires at {limit}",
+                hint="ask for fewer expires_days, or omit them to expire with this token",
+                details={"token_expires_at": limit},
+            )
         secret = generate_token()
         record = TokenRecord(
             id=str(uuid.uuid4()),
@@ -197,4 +218,5 @@ class TokenOperations(ServiceBase):
             scopes=record.scopes,
             orgs=None if record.orgs is None else tuple(f"org:{o}" for o in record.orgs),
             token_id=record.id,
+            token_expires_at=record.expires_at,
         )
