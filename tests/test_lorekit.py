@@ -6,6 +6,7 @@ as a field; a file that is not a lesson is named and the rest still lands."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from lorestore.portable.lorekit import (
     FIELDS,
     TreeWriter,
     file_text,
+    front_matter,
+    losses,
     parse_file,
     read_tree,
     relative_path,
@@ -196,14 +199,16 @@ def test_a_slug_is_always_a_safe_file_name(key: str) -> None:
     assert name == name.strip("-") and set(name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
-text_value = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).filter(str.strip)
+# What a store can hold: any text but NUL and lone surrogates (a carriage return included).
+TEXT = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+text_value = st.text(TEXT, min_size=1).filter(str.strip)
 
 
 @given(
     key=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1).filter(str.strip),
     value=text_value,
     seen=st.integers(0, 10_000),
-    agent=st.none() | st.text(st.characters(blacklist_categories=("Cs",))),
+    agent=st.none() | st.text(TEXT),
 )
 def test_a_lorekit_file_reads_back_as_it_was_written(
     key: str, value: str, seen: int, agent: str | None
@@ -338,9 +343,17 @@ def test_a_kept_file_name_outside_the_scope_directory_is_not_used(kept: str) -> 
     assert str(relative_path(control)) == "repo/ACME/app/pool.md"
 
 
+# What a store can hold (NaN, Infinity and NUL are refused, as in lorestore-jsonl files).
 json_value = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_characters="\x00"), max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(st.characters(blacklist_characters="\x00"), max_size=4), inner)
+    ),
     max_leaves=6,
 )
 
@@ -362,3 +375,130 @@ def test_fields_lorestore_does_not_know_come_back_in_place(
     held |= {"scope": "repo::acme/app", "tags": ["ci", "db", "zeta"]}
     held |= {"created_at": lesson["created"], "updated_at": lesson["updated"]}
     assert file_text(held) == text
+
+
+def _lesson_file(scope: str, key: str, text: str, **fields: object) -> str:
+    lines = [f"scope: {json.dumps(scope)}", f"key: {json.dumps(key)}"]
+    lines.append('created: "2026-01-02T03:04:05.123Z"')
+    lines += [f"{name}: {value}" for name, value in fields.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n" + text + "\n"
+
+
+def test_an_export_never_replaces_another_lesson_or_a_newer_edit(cli: Cli, tmp_path: Path) -> None:
+    kit = tmp_path / "kit"
+    (kit / "global").mkdir(parents=True)
+    theirs = _lesson_file("global", "a b", "A LoreKit-only lesson.")
+    (kit / "global" / "a-b.md").write_text(theirs)  # the slug of "A-B" too
+    (kit / "global" / "notes.md").write_text("my own notes, not a lesson\n")
+    cli.ok("write", "global", "A-B", "A store lesson.")
+    cli.ok("write", "global", "notes", "Another store lesson.")
+    cli.ok("write", "global", "edited", "The store's text.")
+    first = cli.ok("export", "--format", "lorekit", str(kit))
+    assert (kit / "global" / "a-b.md").read_text() == theirs  # kept
+    assert (kit / "global" / "notes.md").read_text() == "my own notes, not a lesson\n"
+    assert "A store lesson." in (kit / "global" / "a-b-2.md").read_text()
+    assert "Another store lesson." in (kit / "global" / "notes-2.md").read_text()
+    assert sorted(n["code"] for n in first["notes"]) == ["file_kept", "file_kept"]
+    # An edit made in LoreKit since the export is newer than the store's: kept, and said so.
+    edited = kit / "global" / "edited.md"
+    changed = edited.read_text().replace("The store's text.", "Edited in LoreKit.")
+    changed = changed.replace('"created": ', '"created": ')
+    lines = [
+        'updated: "2030-01-01T00:00:00.000Z"' if line.startswith("updated:") else line
+        for line in changed.split("\n")
+    ]
+    edited.write_text("\n".join(lines))
+    second = cli.ok("export", "--format", "lorekit", str(kit))
+    assert "Edited in LoreKit." in edited.read_text()
+    codes = sorted(n["code"] for n in second["notes"])
+    assert codes == ["file_kept", "file_kept", "newer_on_disk"]
+    # The control: an older copy of the same lesson on disk is brought up to date.
+    cli.ok("write", "global", "A-B", "A store lesson, revised.")
+    cli.ok("export", "--format", "lorekit", str(kit))
+    assert "A store lesson, revised." in (kit / "global" / "a-b-2.md").read_text()
+
+
+def test_a_file_no_store_can_hold_is_named_and_the_rest_lands(cli: Cli, tmp_path: Path) -> None:
+    kit = tmp_path / "kit" / "global"
+    kit.mkdir(parents=True)
+    (kit / "good.md").write_text(_lesson_file("global", "good", "A good lesson."))
+    (kit / "nan.md").write_text(_lesson_file("global", "nan", "x", x_score="NaN"))
+    (kit / "big.md").write_text(_lesson_file("global", "big", "x", x_score="1e400"))
+    (kit / "surrogate.md").write_text(_lesson_file("global", "s", "x", source_agent='"\\udc00"'))
+    (kit / "nul.md").write_bytes(_lesson_file("global", "nul", "a\x00b").encode())
+    escaped = _lesson_file("global", "k", "x").replace('key: "k"', 'key: "a\\u0000b"')
+    (kit / "escaped-nul.md").write_text(escaped)
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", kit / "linked")  # a directory link: named, not followed
+    (tmp_path / "real.md").write_text(_lesson_file("global", "linked file", "Through a link."))
+    os.symlink(tmp_path / "real.md", kit / "link.md")  # a file link: followed
+    result = cli("import", "--format", "lorekit", str(tmp_path / "kit"), "--json")
+    assert result.exit_code == 1
+    body = result.json()
+    assert body["lessons"]["added"] == 2 and body["invalid"] == 6
+    named = sorted(Path(p["path"]).name for p in body["problems"])
+    assert named == ["big.md", "escaped-nul.md", "linked", "nan.md", "nul.md", "surrogate.md"]
+    assert cli.ok("read", "global", "good")["lesson"]["value"] == "A good lesson."
+
+
+def test_a_carriage_return_in_a_lesson_survives_the_round_trip(cli: Cli, tmp_path: Path) -> None:
+    cli.ok("write", "global", "crlf", "line one\r\nline two\rthree")
+    cli.ok("export", "--format", "lorekit", str(tmp_path / "kit"))
+    again = cli.ok("import", "--format", "lorekit", str(tmp_path / "kit"))
+    assert again["lessons"]["unchanged"] == 1 and again["lessons"]["differs"] == 0
+    cli.ok("export", "--format", "lorekit", str(tmp_path / "copy"))
+    assert tree(tmp_path / "copy") == tree(tmp_path / "kit")
+
+
+def test_what_an_export_cannot_write_is_reported(cli: Cli, tmp_path: Path) -> None:
+    cli.ok("write", "global", "hist", "v1")
+    cli.ok("write", "global", "hist", "v2")
+    flat = cli.ok("export", "--format", "lorekit", str(tmp_path / "a"), "--no-history")
+    assert flat["not_kept"].get("history") == 1  # earlier versions, listed or not
+    cli.ok("write", "global", "db-mocks", "Mock the database.")
+    cli.ok("export", "--format", "lorekit", str(tmp_path / "a"))
+    cli.ok("reject", "global", "db-mocks", "--reason", "hid a broken migration")
+    after = cli.ok("export", "--format", "lorekit", str(tmp_path / "a"))
+    (note,) = [n for n in after["notes"] if n["code"] == "withheld"]
+    assert "global/db-mocks.md" in note["message"] and "delete it" in note["message"]
+
+
+def test_a_kept_field_name_that_would_break_the_front_matter_is_not_written() -> None:
+    record = {
+        "type": "lesson",
+        "scope": "global",
+        "key": "inj",
+        "value": "v",
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "updated_at": "2026-01-01T00:00:00.000Z",
+        "lorekit": {
+            "fields": [["scope", "repo::evil/x"], ["archived_at\nkey", 1], ["a: b", 2], ["ok", 3]]
+        },
+    }
+    names = [name for name, _ in front_matter(record)]
+    assert names.count("scope") == 1 and "ok" in names  # the control: a plain name is kept
+    assert not any("\n" in n or ":" in n for n in names)
+    assert "ext" in losses(record)
+    assert parse_file(file_text(record), "global/inj.md")["key"] == "inj"
+
+
+def test_an_export_path_that_cannot_be_written_is_a_clear_error(cli: Cli, tmp_path: Path) -> None:
+    cli.ok("write", "global", "k", "A lesson.")
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "global").write_text("a file where a directory goes")
+    for args in (
+        ["export", str(tmp_path / "missing" / "x.jsonl")],
+        ["export", str(tmp_path)],
+        ["export", "--format", "lorekit", str(tmp_path / "a-file")],
+        ["export", "--format", "lorekit", str(tmp_path / "tree")],
+    ):
+        result = cli(*args, "--json")
+        assert result.exit_code == 2, (args, result.stdout, result.stderr)
+        assert result.error()["code"] == "invalid_argument"
+    human = cli("export", "--format", "lorekit", str(tmp_path / "kit"))  # the control
+    assert human.exit_code == 0 and (tmp_path / "kit" / "global" / "k.md").is_file()
+    cli.ok("write", "global", "A-B", "one")
+    cli.ok("write", "global", "a b", "two")
+    collided = cli("export", "--format", "lorekit", str(tmp_path / "kit2"))
+    assert "slug_collision" in collided.stdout  # notes in the human summary too

@@ -13,6 +13,7 @@ from typing import IO, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn
 
 from lorestore.auth.actor import local_actor
@@ -112,7 +113,17 @@ def export_command(
                 "a LoreKit export writes a directory tree",
                 hint="name the directory: lorestore export --format lorekit ~/.lorekit",
             )
-        summary = _export(load_settings(), params, None if to_stdout else path, not json_output)
+        try:
+            summary = _export(load_settings(), params, None if to_stdout else path, not json_output)
+        except OSError as exc:  # the path: a missing directory, a file where one is needed
+            raise LorestoreError(
+                "invalid_argument",
+                f"cannot write the export at {path}: {exc.strerror or exc}"
+                + (f" ({exc.filename})" if exc.filename else ""),
+                hint="name a file in an existing directory (JSON Lines) or a directory that "
+                "is not a file and holds no file named global, project, repo or branch "
+                "(LoreKit)",
+            ) from exc
     except LorestoreError as error:
         raise failure(error, json_output) from None
     _print_summary(summary, json_output, to_stdout)
@@ -156,8 +167,19 @@ def _write(
 
     if params.format == "lorekit":
         assert path is not None
-        records = (r.record for r in read_records(chunks) if r.record and not is_header(r.record))
-        report = lorekit.TreeWriter(path).write_all(counted(records))
+        writer = lorekit.TreeWriter(path)
+
+        def readable() -> Iterator[dict[str, Any]]:
+            for r in read_records(chunks):
+                if r.error is not None:  # a record no file can carry is said, not skipped
+                    writer.report.not_kept["unreadable_record"] += 1
+                    writer.report.note(
+                        {"type": "lesson"}, "not_written", f"line {r.line}: {r.error}"
+                    )
+                elif r.record and not is_header(r.record):
+                    yield r.record
+
+        report = writer.write_all(counted(readable()))
         base = summary() if summary else _counted_summary(counts)
         return _lorekit_summary(base, report)
     with _sink(path) as out:
@@ -236,3 +258,6 @@ def _print_summary(summary: ExportSummary, as_json: bool, to_stdout: bool) -> No
             f"files written {summary.files['written']}, unchanged {summary.files['unchanged']}",
             highlight=False,
         )
+    for note in summary.notes or []:
+        where = f"{note.scope} / {note.key}: " if note.scope is not None else ""
+        console.print(f"[yellow]{note.code}[/] {escape(where + note.message)}", highlight=False)

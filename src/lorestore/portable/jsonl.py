@@ -85,6 +85,15 @@ def _finite_float(text: str) -> float:
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
+def decode_value(text: str) -> Any:
+    """One JSON value as both stores can hold it: no NaN or Infinity, no number too large for
+    a float, no NUL or lone surrogate in a string (ValueError otherwise)."""
+    value = _DECODER.decode(text)
+    if not _storable(value):
+        raise ValueError("a string holds NUL or a lone surrogate")
+    return value
+
+
 def decode(number: int, raw: bytes | None) -> Incoming | None:
     """One line as a record, or as the reason it is not one; None for a blank line."""
     if raw is None:

@@ -26,7 +26,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.records import parse_ts
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import validate_key, validate_tags
-from lorestore.portable.jsonl import Incoming
+from lorestore.portable.jsonl import Incoming, decode_value
 from lorestore.portable.models import LISTED, Problem
 from lorestore.portable.shapes import LESSON
 
@@ -141,8 +141,8 @@ def _extra(kept: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     raw, after = _object(kept, "raw"), _object(kept, "after")
     out: list[tuple[str, str, str | None]] = []
     for pair in kept.get("fields") or []:
-        if not (isinstance(pair, list) and len(pair) == 2):
-            continue
+        if not (isinstance(pair, list) and len(pair) == 2 and field_name(pair[0])):
+            continue  # a name no front-matter line could carry (losses() reports it)
         name, value = str(pair[0]), pair[1]
         text = raw.get(name)
         anchor = after.get(name, FIELDS[-1])
@@ -152,6 +152,15 @@ def _extra(kept: dict[str, Any]) -> list[tuple[str, str, str | None]]:
             text = _json(value)
         out.append((name, text, anchor))
     return out
+
+
+_FIELD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+
+
+def field_name(name: Any) -> bool:
+    """Whether ``name`` can be an unknown field's front-matter line: a plain word (a colon, a
+    line break or a space would break the line), and not one of LoreKit's own fields."""
+    return isinstance(name, str) and bool(_FIELD_NAME.fullmatch(name)) and name not in FIELDS
 
 
 def _reads_as(text: str, value: Any) -> bool:
@@ -222,10 +231,12 @@ def parse_file(text: str, path: str) -> dict[str, Any]:
             raise LoreKitError(f"front matter line {line[:60]!r} is not a new 'name: value'")
         texts[name] = raw.strip()
         try:
-            fields[name] = json.loads(texts[name])
+            fields[name] = decode_value(texts[name])
         except ValueError as exc:
-            raise LoreKitError(f"{name}: the value is not JSON ({exc})") from None
+            raise LoreKitError(f"{name}: the value is not JSON a store can hold ({exc})") from None
     body = text[end + 5 :]
+    if "\x00" in body or "\x00" in text[:end]:
+        raise LoreKitError("the file holds a NUL character: lorestore stores text")
     return _record(fields, texts, body.removesuffix("\n"), path)
 
 
@@ -314,26 +325,48 @@ def _spelling_differs(tags: list[Any]) -> bool:
 
 
 def read_tree(root: Path) -> Iterator[Incoming]:
-    """Every lesson file under a LoreKit directory, in path order, one directory at a time."""
+    """Every lesson file under a LoreKit directory, in path order, one directory at a time; a
+    file or directory that cannot be read is named, and the rest still read."""
     for top in TOP:
-        for path in _walk(root / top):
+        for path, problem in _walk(root / top):
             rel = path.relative_to(root).as_posix()
+            if problem is not None:
+                yield Incoming(path=rel, error=problem)
+                continue
             try:
-                record = parse_file(path.read_text(encoding="utf-8"), rel)
+                record = parse_file(_file_text(path), rel)
             except (OSError, UnicodeDecodeError, LoreKitError) as exc:
                 yield Incoming(path=rel, error=str(exc))
                 continue
             yield Incoming(path=rel, record=record)
 
 
-def _walk(folder: Path) -> Iterator[Path]:
+def _file_text(path: Path) -> str:
+    """A file's text as written: a carriage return in a lesson is the lesson's own. A file
+    whose front matter ends its lines with CRLF (a Windows checkout) is read with LF."""
+    text = path.read_bytes().decode("utf-8")
+    return text.replace("\r\n", "\n") if text.startswith("---\r\n") else text
+
+
+def _walk(folder: Path) -> Iterator[tuple[Path, str | None]]:
+    """The ``.md`` files under ``folder`` (a symbolic link to a file is followed, one to a
+    directory named and not followed), each with None, or a path with what kept it unread."""
     if not folder.is_dir():
         return
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        yield folder, f"the directory cannot be read: {exc.strerror or exc}"
+        return
+    for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             yield from _walk(Path(entry.path))
-        elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-            yield Path(entry.path)
+        elif entry.is_symlink() and entry.is_dir():
+            yield Path(entry.path), "a symbolic link to a directory is not followed"
+        elif entry.name.endswith(".md") and entry.is_file():
+            yield Path(entry.path), None
+        elif entry.name.endswith(".md") and entry.is_symlink():
+            yield Path(entry.path), "a symbolic link to nothing"
 
 
 def default_tiers(home: Path, repo_root: Path | None) -> list[Path]:
@@ -351,8 +384,10 @@ def losses(record: dict[str, Any]) -> list[str]:
     """What a lesson record holds that a LoreKit file cannot."""
     found = []
     versions = record.get("versions") or []
+    fields = _object(record, "lorekit").get("fields") or []
     checks = {
-        "history": len(versions) > 1,
+        # Earlier versions, listed or not (an export without history leaves them out).
+        "history": len(versions) > 1 or (record.get("version") or 1) > 1,
         "trust": record.get("trust", "candidate") != "candidate",
         "kind": record.get("kind", "lesson") != "lesson",
         "valid_time": bool(record.get("valid_from") or record.get("valid_to")),
@@ -360,7 +395,8 @@ def losses(record: dict[str, Any]) -> list[str]:
         "review": bool(record.get("review")),
         "pending_revision": bool(record.get("pending_revision")),
         "provenance": bool(set(record.get("source") or {}) - _SOURCE_KEPT),
-        "ext": bool(set(record) - set(LESSON.fields) - {"lorekit"}),
+        "ext": bool(set(record) - set(LESSON.fields) - {"lorekit"})
+        or any(not (isinstance(p, list) and len(p) == 2 and field_name(p[0])) for p in fields),
     }
     found = [name for name, lost in checks.items() if lost]
     return found
@@ -413,12 +449,14 @@ class TreeWriter:
         trust = record.get("trust", "candidate")
         if trust in WITHHELD_TRUST:
             self.report.withheld[f"lorekit_{trust}"] += 1
-            self.report.note(
-                record,
-                "withheld",
+            message = (
                 f"a {trust} lesson is withheld from recall; "
-                "a LoreKit file would serve it, so it was not written",
+                "a LoreKit file would serve it, so it was not written"
             )
+            rel = relative_path(record)
+            if self._holds(self.root / rel, record):
+                message += f"; {rel}, written before, still holds it: delete it"
+            self.report.note(record, "withheld", message)
             return
         lost = losses(record)
         for name in [*lost, "id"]:
@@ -429,20 +467,38 @@ class TreeWriter:
 
     def _store(self, record: dict[str, Any]) -> None:
         rel = relative_path(record)
+        text = file_text(record).encode("utf-8")
         if rel in self._paths:
-            rel = self._free(rel)
+            rel = self._free(rel, record)
             self.report.note(
                 record,
                 "slug_collision",
                 f"another key has this slug; written "
                 f"as {rel} (LoreKit itself would write {slug(record['key'])}.md)",
             )
+        elif self._foreign(self.root / rel, record, text):
+            kept, rel = rel, self._free(rel, record)
+            self.report.note(
+                record,
+                "file_kept",
+                f"{kept} holds another lesson or is not a lesson file; kept it, and wrote "
+                f"this one as {rel}",
+            )
         self._paths.add(rel)
         self.report.lessons += 1
-        text = file_text(record).encode("utf-8")
         target = self.root / rel
         if target.is_file() and target.read_bytes() == text:
             self.report.unchanged += 1
+            return
+        newer = self._newer_on_disk(target, record)
+        if newer is not None:
+            self.report.unchanged += 1
+            self.report.note(
+                record,
+                "newer_on_disk",
+                f"{rel} was changed in LoreKit since (updated {newer}); kept it, not "
+                "overwritten: import the tree to bring the change in",
+            )
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".lorestore-")
@@ -451,8 +507,56 @@ class TreeWriter:
         os.replace(temporary, target)
         self.report.written += 1
 
-    def _free(self, rel: PurePosixPath) -> PurePosixPath:
+    def _free(self, rel: PurePosixPath, record: dict[str, Any]) -> PurePosixPath:
+        """The next ``<slug>-N.md`` neither written by this export nor holding another
+        lesson on disk."""
         n = 2
-        while (candidate := rel.with_name(f"{rel.stem}-{n}.md")) in self._paths:
+        while True:
+            candidate = rel.with_name(f"{rel.stem}-{n}.md")
+            if candidate not in self._paths and not self._foreign(
+                self.root / candidate, record, None
+            ):
+                return candidate
             n += 1
-        return candidate
+
+    @staticmethod
+    def _read(target: Path) -> dict[str, Any] | None:
+        """The lesson a file on disk holds; None when it is not one (or cannot be read)."""
+        try:
+            return parse_file(_file_text(target), target.name)
+        except (OSError, UnicodeDecodeError, LoreKitError):
+            return None
+
+    @staticmethod
+    def _same_lesson(found: dict[str, Any], record: dict[str, Any]) -> bool:
+        try:
+            scope = parse_scope(found["scope"]).text
+            return bool(scope == record["scope"] and validate_key(found["key"]) == record["key"])
+        except LorestoreError:
+            return False
+
+    def _foreign(self, target: Path, record: dict[str, Any], text: bytes | None) -> bool:
+        """Whether a file is already at ``target`` that an export must not replace: one that
+        is not a lesson file, or holds another lesson (another address)."""
+        if not target.exists():
+            return False
+        if text is not None and target.is_file() and target.read_bytes() == text:
+            return False
+        found = self._read(target) if target.is_file() else None
+        return found is None or not self._same_lesson(found, record)
+
+    def _holds(self, target: Path, record: dict[str, Any]) -> bool:
+        found = self._read(target) if target.is_file() else None
+        return found is not None and self._same_lesson(found, record)
+
+    def _newer_on_disk(self, target: Path, record: dict[str, Any]) -> str | None:
+        """The file's ``updated`` time when the lesson on disk was changed after the record's
+        last update (an edit made in LoreKit since the last import or export)."""
+        found = self._read(target) if target.is_file() else None
+        if found is None or not record.get("updated_at"):
+            return None
+        try:
+            newer = parse_ts(found["updated_at"]) > parse_ts(record["updated_at"])
+        except (LorestoreError, TypeError, ValueError):
+            return None
+        return str(found["updated_at"]) if newer else None
