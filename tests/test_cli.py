@@ -231,3 +231,24 @@ def test_db_init_prints_the_connection_string_on_one_line(
     assert line.strip().startswith("export LORESTORE_DATABASE_URL='postgresql://")
     assert line.rstrip().endswith("'")  # the whole URL, quoted, on this one line
     assert "the schema is up to date" in done.stdout  # the control: the rest still prints
+
+
+def test_human_output_shows_control_characters_instead_of_obeying_them(cli: Cli) -> None:
+    """A value may hold anything but NUL; an escape sequence in it must not reach the
+    reviewer's terminal as one (retitling the window, clearing the screen)."""
+    evil = "evil \x1b]0;pwned\x07 \x1b[2J \r over"
+    cli.ok("write", "repo::a/b", "esc", evil)
+    assert cli.ok("read", "repo::a/b", "esc")["lesson"]["value"] == evil  # stored as written
+    cli.ok("dispute", "repo::a/b", "esc", "--reason", "x")
+    for args in (
+        ["read", "repo::a/b", "esc"],
+        ["list", "repo::a/b"],
+        ["history", "repo::a/b", "esc"],
+        ["search", "evil", "-s", "repo::a/b"],
+        ["review-queue"],
+    ):
+        out = cli(*args)
+        assert out.exit_code == 0, args
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "\r" not in out.stdout
+        assert "\u241b" in out.stdout or args[0] == "review-queue", (args, out.stdout)
+    assert "\u241b]0;pwned\u2407" in cli("read", "repo::a/b", "esc").stdout

@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.recall import show_controls
 from lorestore.core.records import Lesson
 from lorestore.models import (
     AuditResult,
@@ -308,11 +309,31 @@ RENDERERS: dict[type[Result], Callable[[Console, Any], None]] = {
 
 
 def render(console: Console, result: Result) -> None:
+    result = _shown(result)
     renderer = RENDERERS.get(type(result))
     if renderer is None:  # a result without a renderer of its own is still shown, as JSON
         console.print_json(result.model_dump_json())
     else:
         renderer(console, result)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return show_controls(value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _shown(result: Result) -> Result:
+    """The result as a terminal shows it: a control character someone wrote into a lesson (an
+    escape sequence, a carriage return) appears as its control picture (ESC as U+241B) and
+    cannot move the cursor, retitle the window or clear the screen."""
+    data = result.model_dump()
+    cleaned = _clean(data)
+    return result if cleaned == data else type(result).model_validate(cleaned)
 
 
 def render_error(console: Console, error: LorestoreError) -> None:

@@ -198,6 +198,11 @@ _CONTROLS = {c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"}
 _CONTROLS |= {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
 
 
+def show_controls(text: str) -> str:
+    """``text`` with its control characters (but tab and line feed) shown, not obeyed."""
+    return text.translate(_CONTROLS)
+
+
 def _unfenced(text: str) -> str:
     """Text that cannot write a fence marker, nor move a terminal's cursor to draw one."""
     return text.translate(_CONTROLS).replace("<<<", "\u2039" * 3).replace(">>>", "\u203a" * 3)
