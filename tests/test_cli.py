@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -252,3 +253,20 @@ def test_human_output_shows_control_characters_instead_of_obeying_them(cli: Cli)
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "\r" not in out.stdout
         assert "\u241b" in out.stdout or args[0] == "review-queue", (args, out.stdout)
     assert "\u241b]0;pwned\u2407" in cli("read", "repo::a/b", "esc").stdout
+
+
+def test_a_sqlite_file_of_something_else_is_refused_untouched(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE foo (x)")
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+    monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{other}")
+    result = cli("list", "global", "--json")
+    assert result.exit_code == 1 and result.error()["code"] == "config_error"
+    assert other.read_bytes() == before  # not migrated, not switched to WAL
+    monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{tmp_path / 'new.db'}")
+    assert cli.ok("list", "global")["lessons"] == []  # the control: a new file is created

@@ -519,6 +519,7 @@ class SQLiteStore:
 
     def _open(self) -> None:
         """Set the connection up and migrate the file; an unusable file raises here."""
+        self._refuse_foreign()
         self._conn.row_factory = sqlite3.Row
         self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self._conn.execute("PRAGMA journal_mode = WAL")
@@ -534,6 +535,20 @@ class SQLiteStore:
         if fts_automerge(self._conn) != FTS_AUTOMERGE:  # an import died before turning it on
             set_fts_automerge(self._conn, FTS_AUTOMERGE)
         self._conn.execute(Q["lesson_docs"])
+
+    def _refuse_foreign(self) -> None:
+        """Refuse, before anything is written, a SQLite file that holds tables but not
+        lorestore's: another program's database must not gain lorestore's schema (nor be
+        switched to WAL) because a path pointed at it."""
+        names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master")}
+        if names and "schema_migrations" not in names:
+            raise LorestoreError(
+                "config_error",
+                f"{self.path} is a SQLite database of something else, not a lorestore store",
+                hint="point LORESTORE_DATABASE_URL (sqlite:///PATH) or LORESTORE_HOME at a "
+                "lorestore file, or at a path where one can be created",
+                details={"path": str(self.path), "tables": sorted(names)[:10]},
+            )
 
     def _migrate(self) -> list[migrations.Migration]:
         with self._lock:
