@@ -165,6 +165,18 @@ def test_db_cap_limits_active_lessons(cli: Cli) -> None:
     assert cli("db", "cap", "nobody", "2", "--json").exit_code == 2
 
 
+def test_db_cap_refuses_to_act_on_a_local_file_when_a_server_is_configured(
+    cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LORESTORE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("LORESTORE_TOKEN", "lst_" + "x" * 43)
+    refused = cli("db", "cap", "user:local", "1", "--json")
+    assert refused.exit_code == 1 and refused.error()["code"] == "config_error"
+    assert not (home / "lorestore.db").exists()  # no local store was made or changed
+    given = cli("db", "cap", "user:local", "1", "--database-url", f"sqlite:///{home}/x.db")
+    assert given.exit_code == 0  # the control: a database named outright
+
+
 def test_policy_flags_turn_on_and_off(cli: Cli) -> None:
     assert cli.ok("policy", S, "--require-review")["require_review"] is True
     # Not given: left as it is.

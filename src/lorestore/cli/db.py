@@ -118,6 +118,13 @@ def cap_command(
         settings = load_settings()
         if database_url:
             settings = replace(settings, database_url=database_url)
+        elif settings.remote:
+            raise LorestoreError(
+                "config_error",
+                "db cap works on a database directly and LORESTORE_URL points to a server",
+                hint="run it where the database is, with --database-url or without "
+                "LORESTORE_URL (a superuser URL on PostgreSQL)",
+            )
         store = open_store(settings)
         try:
             with store.transaction(write=True) as tx:
@@ -127,4 +134,4 @@ def cap_command(
     except LorestoreError as error:
         raise failure(error, json_output) from None
     result = {"owner": f"{kind}:{name}", "max_active": limit}
-    print(json.dumps(result) if json_output else f"{result['owner']}: at most {limit} active")
+    print(json.dumps(result) if json_output else f"{result['owner']}: at most {limit:,} active")
