@@ -25,7 +25,14 @@ from tests.serving import EXE, Server, base_env, mcp_client, mcp_refusal
 from lorestore.auth.actor import local_actor
 from lorestore.composition import build_service
 from lorestore.config import load_settings
-from lorestore.models import NoParams, TokenCreateParams, TokenRevokeParams
+from lorestore.models import (
+    AuditParams,
+    ChangeParams,
+    NoParams,
+    TokenCreateParams,
+    TokenRevokeParams,
+    WriteParams,
+)
 from lorestore.service import LessonService, utcnow
 
 pytestmark = pytest.mark.slow
@@ -281,20 +288,36 @@ def _read(scope: str, key: str) -> Any:
 
 def test_a_taken_port_fails_without_announcing_or_minting(served: Served, tmp_path: Path) -> None:
     other = tmp_path / "other"
+    service = build_service(load_settings({"LORESTORE_HOME": str(other)}))
+    service.memory_write(local_actor(), WriteParams(scope="global", key="k", value="kept"))
+    service.memory_archive(local_actor(), ChangeParams(scope="global", key="k"))
+    events = len(service.memory_audit(local_actor(), AuditParams()).events)
+    service.store.close()
     done = subprocess.run(
         [EXE, "serve", "--port", str(served.server.port)],
-        env=base_env(other, LORESTORE_MAINTENANCE_HOURS="off"),
+        # The maintenance sweep on (purging everything archived): it must not run either.
+        env=base_env(other, LORESTORE_ARCHIVE_RETENTION_DAYS="0"),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert done.returncode != 0
+    assert done.returncode == 1
     assert "lorestore serving" not in done.stdout and "lst_" not in done.stdout
-    assert "address already in use" in done.stderr.lower()
+    assert "config_error" in done.stderr and "address already in use" in done.stderr.lower()
     service = build_service(load_settings({"LORESTORE_HOME": str(other)}))
     assert service.token_list(local_actor(), NoParams()).tokens == []  # nothing was minted
+    assert len(service.memory_audit(local_actor(), AuditParams()).events) == events  # no sweep
     service.store.close()
+    bad = subprocess.run(
+        [EXE, "serve", "--port", "99999"],
+        env=base_env(other),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
 def test_a_client_that_leaves_mid_import_is_not_a_server_error(served: Served) -> None:

@@ -169,7 +169,9 @@ def mcp_command(
 @app.command("serve")
 def serve_command(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to listen on")] = 8765,
+    port: Annotated[
+        int, typer.Option(help="port to listen on (0: any free one)", min=0, max=65535)
+    ] = 8765,
     admin_token: Annotated[
         bool,
         typer.Option(

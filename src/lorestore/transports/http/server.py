@@ -14,6 +14,7 @@ from types import FrameType
 
 from lorestore.auth.actor import local_actor
 from lorestore.config import Settings
+from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
 from lorestore.models import NoParams, TokenCreateParams
 from lorestore.service import LessonService
@@ -81,6 +82,11 @@ def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> Non
                 token = bootstrap_token(service, settings.principal) if admin_token else None
                 announce(f"http://{f'[{host}]' if ':' in host else host}:{port}", token)
 
+    # Listen first: a port that is taken ends here, before the application starts (and with
+    # it the maintenance sweep, which would otherwise change the store of a server that never
+    # served).
+    listener = _listen(host, port)
+    port = listener.getsockname()[1]
     service = build_service(settings)
     previous = signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
@@ -94,10 +100,27 @@ def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> Non
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
             lifespan="on",
         )
-        Server(config).run()
+        Server(config).run(sockets=[listener])
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        listener.close()
         service.store.close()
         sys.stdout.flush()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; ``config_error`` with the fix when it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except (OSError, OverflowError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise LorestoreError(
+            "config_error",
+            f"cannot listen on {host}:{port}: {reason}",
+            hint="choose another --port (something else listens there), or a --host this "
+            "machine has",
+            details={"host": host, "port": port},
+        ) from exc
