@@ -171,3 +171,15 @@ def test_rest_export_holds_only_what_the_token_covers(api: Api, cli: Cli) -> Non
     assert {r.get("scope") for r in mine} == {S}
     everything = [json.loads(x) for x in _records(api.get("memory_export").content)]
     assert {r.get("scope") for r in everything} == {S, "global", "project::billing"}
+
+
+def test_rest_export_of_a_scope_beyond_the_token_is_forbidden(api: Api, cli: Cli) -> None:
+    _seed(cli)
+    confined = api.mint(permission="read", scopes=["repo::acme/*"])
+    for scopes in (["global"], ["repo::*/*"], [S, "global"]):
+        refused = api.get("memory_export", token=confined, scopes=scopes)
+        assert refused.status_code == 403, scopes
+        assert refused.json()["error"]["code"] == "forbidden"
+    inside = api.get("memory_export", token=confined, scopes=[S])  # the control
+    assert inside.status_code == 200
+    assert {json.loads(x).get("scope") for x in _records(inside.content)} == {S}

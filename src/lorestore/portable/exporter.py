@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import normalise_pattern, scope_allowed
+from lorestore.auth.tokens import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Lesson, normalise_ts
 from lorestore.core.scope import parse_scope
@@ -54,6 +54,15 @@ class ExportFilter:
                 "an empty scope list would export nothing",
                 hint="omit --scope to export every scope you may read",
             )
+        if actor.scopes is not None and patterns is not None:
+            beyond = [s for s in patterns if not pattern_within(s, actor.scopes)]
+            if beyond:  # as every read refuses a scope beyond the token, not an empty answer
+                raise LorestoreError(
+                    "forbidden",
+                    f"this token does not cover {', '.join(beyond)}",
+                    hint="use a token whose scope patterns include it",
+                    details={"scopes": beyond, "token_scopes": list(actor.scopes)},
+                )
         states = None if p.states is None else frozenset(p.states)
         return cls(patterns, states, since, until, now, actor.scopes, actor.can("review"))
 
