@@ -282,3 +282,16 @@ def test_a_sqlite_file_of_something_else_is_refused_untouched(
     assert other.read_bytes() == before  # not migrated, not switched to WAL
     monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{tmp_path / 'new.db'}")
     assert cli.ok("list", "global")["lessons"] == []  # the control: a new file is created
+
+
+def test_an_impossible_version_or_time_window_is_bad_input(cli: Cli) -> None:
+    cli.ok("write", S, "k", "v1")
+    for version in ("-1", str(2**31)):
+        bad = cli("write", S, "k", "v2", "--if-version", version, "--json")
+        assert bad.exit_code == 2 and bad.error()["code"] == "invalid_argument", version
+    stale = cli("write", S, "k", "v2", "--if-version", "2", "--json")  # the control: a conflict
+    assert stale.exit_code == 1 and stale.error()["code"] == "version_conflict"
+    assert cli.ok("read", S, "k")["lesson"]["version"] == 1  # none of them wrote
+    window = cli("audit", "--since", "2026-01-02", "--until", "2026-01-01", "--json")
+    assert window.exit_code == 2 and window.error()["code"] == "invalid_time"
+    assert cli.ok("audit", "--since", "2026-01-01", "--until", "2099-01-01")["events"]

@@ -198,6 +198,8 @@ class ReadOperations(ServiceBase):
         key = validate_key(p.key) if p.key else None
         since = normalise_ts(p.since, field="since")
         until = normalise_ts(p.until, field="until")
+        if since and until and until <= since:  # as export says it: an empty window is a mistake
+            raise LorestoreError("invalid_time", "until must be after since")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             owners = (
                 [self._owner_for(tx, actor, scope, write=False)]

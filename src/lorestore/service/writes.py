@@ -26,7 +26,7 @@ from lorestore.core.validation import (
     validate_value,
 )
 from lorestore.models import DependencyRef, WriteParams, WriteResult
-from lorestore.service.base import ServiceBase, is_expired, owner_dict, version_of
+from lorestore.service.base import ServiceBase, bounded, is_expired, owner_dict, version_of
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
@@ -297,6 +297,7 @@ class WriteOperations(ServiceBase):
     def _check_if_version(expected: int | None, stored: StoredLesson | None) -> None:
         if expected is None:
             return
+        bounded("if_version", expected, 0, 2**31 - 1)  # 0: must not exist; else a version
         actual = stored.lesson.version if stored else 0
         if actual != expected:
             raise LorestoreError(
