@@ -156,6 +156,7 @@ CONTROL = {
     "forbidden": ["gone", "ports@1"],  # archived, and the replaced version's text
 }
 PLANTED = CONTROL | {"id": "planted", "expected": ["ports"], "forbidden": ["served", "ports@2"]}
+MISS = {"id": "miss", "expected": ["gone"], "forbidden": []}  # archived: never found
 
 
 def test_a_planted_forbidden_hit_is_reported_beside_a_clean_control(
@@ -200,8 +201,13 @@ def test_the_command_fails_on_a_forbidden_hit_and_passes_without(tmp_path: Path)
     clean = write_set(tmp_path / "clean", [CONTROL])
     code, out = invoke("--data", str(clean), "--backend", "sqlite", "--json")
     assert code == 0 and json.loads(out)["ok"] is True
-    code, _ = invoke("--data", str(clean), "--backend", "sqlite", "--min-mrr", "1.01")
-    assert code == 1  # a floor that is not met fails too
+    missing = write_set(tmp_path / "miss", [CONTROL, CONTROL | MISS])
+    code, out = invoke("--data", str(missing), "--backend", "sqlite", "--min-mrr", "0.9", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["shortfalls"] and report["ok"] is False  # a floor not met
+    code, out = invoke("--data", str(missing), "--backend", "sqlite", "--min-mrr", "0.1", "--json")
+    assert code == 0 and json.loads(out)["ok"] is True  # the control: a floor that is met
+    assert invoke("--data", str(clean), "--min-mrr", "1.01")[0] == 2  # not a fraction
 
 
 def test_the_command_on_postgres_uses_a_throwaway_database(tmp_path: Path) -> None:

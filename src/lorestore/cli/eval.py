@@ -169,6 +169,13 @@ def eval_command(
     """Measure retrieval on the committed eval set: recall@5, MRR, nDCG@10 and the
     forbidden-hit rate per backend, handler (memory_search, memory_recall) and category."""
     try:
+        for name, floor in (("--min-recall", min_recall), ("--min-mrr", min_mrr)):
+            if floor is not None and not 0 <= floor <= 1:
+                raise LorestoreError(
+                    "invalid_argument",
+                    f"{name} {floor} is not a fraction",
+                    hint=f"a floor between 0 and 1, e.g. {name} 0.8",
+                )
         evalset = _load(data, category or [], query or [])
         runs = evaluate(evalset, _backends(backend, database_url), database_url)
     except LorestoreError as error:
@@ -187,7 +194,10 @@ def eval_command(
     }
     missed = shortfalls(runs, min_recall=min_recall, min_mrr=min_mrr)
     if json_output:
-        print(json.dumps(report(runs, dataset) | {"shortfalls": missed}, indent=2))
+        body = report(runs, dataset)
+        # ok: what the exit status says (no forbidden hit and no figure below a floor asked for).
+        body |= {"ok": bool(body["ok"]) and not missed, "shortfalls": missed}
+        print(json.dumps(body, indent=2))
     else:
         console = Console(emoji=False)
         render(console, runs, show_misses=show_misses)
