@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.datastructures import Headers
 from tests.conftest import Clock
 from tests.serving import Api, error_of, make_api
 
 from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
 from lorestore.models import TokenCreateParams, TokenRevokeParams
 from lorestore.service import LessonService, utcnow
+from lorestore.transports.http.auth import _optional_header
 
 S = "repo::acme/app"
 OTHER = "repo::other/app"
@@ -43,6 +46,7 @@ def test_only_a_valid_bearer_header_authenticates(api: Api) -> None:
         "missing": {},
         "basic": {"Authorization": "Basic dXNlcjpwYXNz"},
         "empty bearer": {"Authorization": "Bearer "},
+        "two headers": [("Authorization", f"Bearer {api.token}"), ("Authorization", "Bearer x")],
         "malformed": {"Authorization": "Bearer not-a-token"},
         "unknown": {"Authorization": "Bearer lst_" + "A" * 43},
         "revoked": {"Authorization": f"Bearer {revoked.token}"},
@@ -109,6 +113,26 @@ def test_session_and_agent_headers_are_recorded(api: Api) -> None:
     assert other["lesson"]["seen_count"] == 2  # the token's own session is another one
     long = api.post("memory_scopes", headers={"Lorestore-Session": "s" * 300})
     assert error_of(long, 400)["code"] == "invalid_argument"
+    # Header bytes are UTF-8 text, as every text lorestore takes: read so, not as Latin-1.
+    utf8 = api.ok(
+        "memory_write",
+        {"scope": S, "key": "u", "value": "v"},
+        headers={"Lorestore-Agent": "café".encode()},
+    )
+    assert utf8["lesson"]["source"]["agent"] == "café"
+    for header in (b"s\x01x", b"a\x1b[2Jb"):  # a control character, an escape sequence
+        bad = api.post(
+            "memory_write",
+            {"scope": S, "key": "bad", "value": "v"},
+            headers={"Lorestore-Agent": header},
+        )
+        assert error_of(bad, 400)["code"] == "invalid_argument", header
+    assert api.get("memory_read", scope=S, key="bad").status_code == 404  # nothing written
+    # Bytes that are not UTF-8 (Latin-1 é): the test client re-encodes headers, so the
+    # header reader is given them as the server receives them.
+    with pytest.raises(LorestoreError) as refused:
+        _optional_header(Headers(raw=[(b"lorestore-agent", b"caf\xe9")]), "Lorestore-Agent")
+    assert refused.value.code == "invalid_argument"
 
 
 def test_request_body_limit_is_413(home: Path) -> None:

@@ -50,21 +50,41 @@ def refuse_token_in_query(query_string: bytes) -> None:
 
 
 def _optional_header(headers: Headers, name: str) -> str | None:
+    """A text header (the agent's name, the session): its bytes read as UTF-8, as every text
+    lorestore takes is (Starlette gives them as Latin-1), with no control character."""
     value = headers.get(name, "").strip()
     if len(value) > MAX_HEADER_TEXT:
         raise LorestoreError(
             "invalid_argument", f"the {name} header is longer than {MAX_HEADER_TEXT} characters"
         )
+    try:
+        value = value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        raise LorestoreError(
+            "invalid_argument",
+            f"the {name} header is not UTF-8 text",
+            hint="send the header's value as UTF-8",
+        ) from None
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise LorestoreError(
+            "invalid_argument",
+            f"the {name} header holds a control character",
+            hint="send a plain name: letters, digits and punctuation",
+        )
     return value or None
 
 
 def bearer_token(headers: Headers) -> str:
-    header = headers.get("authorization")
-    if header is None:
+    given = headers.getlist("authorization")
+    if not given:
         raise _unauthenticated("this request needs a bearer token")
-    scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    if len(given) > 1:  # which one counts would depend on the proxy in between
+        raise _unauthenticated("this request has more than one Authorization header")
+    scheme, _, token = given[0].strip().partition(" ")
+    if scheme.lower() != "bearer":
         raise _unauthenticated(f"the {scheme or 'empty'} authorization scheme is not accepted")
+    if not token.strip():
+        raise _unauthenticated("the Bearer authorization header holds no token")
     return token.strip()
 
 
