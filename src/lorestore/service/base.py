@@ -102,8 +102,13 @@ class ServiceBase:
             raise LorestoreError(
                 "forbidden",
                 f"this operation needs the {permission!r} permission",
-                hint="reviews and deletions are for a person: run them from the lorestore CLI "
-                "or with a token that carries the permission",
+                hint=(
+                    "reviews and deletions are for a person: run them from the lorestore CLI "
+                    "or with a token that carries the permission"
+                    if permission in ("review", "admin")
+                    else f"use a token with the {permission} permission or above "
+                    "(read < write < review < admin)"
+                ),
                 details={"needs": permission},
             )
 
