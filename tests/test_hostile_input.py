@@ -41,7 +41,13 @@ def refused(service: LessonService, operation: str, **arguments: Any) -> Loresto
 
 
 def cursor(*parts: object) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode().rstrip("=")
+    raw = json.dumps(list(parts), separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def mark_of(issued: str) -> str:
+    """The listing a cursor was issued for (its last part)."""
+    return str(json.loads(base64.urlsafe_b64decode(issued + "=" * (-len(issued) % 4)))[-1])
 
 
 def test_nul_is_refused_in_every_string_on_both_backends(service: LessonService) -> None:
@@ -119,24 +125,43 @@ def test_hand_made_cursors_are_invalid_cursor(service: LessonService) -> None:
     second = call(service, "memory_list", scope=S, limit=1, cursor=first["next_cursor"])
     assert len(second["lessons"]) == 1  # positive control: an issued cursor pages on
     at = first["lessons"][0]["updated_at"]
+    mark = mark_of(first["next_cursor"])
     for bad in (
-        cursor("x", True),
-        cursor("x", 10**30),
-        cursor("x", 5),  # not a time: PostgreSQL would fail casting it
-        cursor(at, 0),
-        cursor(at, -1),
-        cursor(at, 2**63),
-        cursor(at + "\x00", 1),
+        cursor("x", True, mark),
+        cursor("x", 10**30, mark),
+        cursor("x", 5, mark),  # not a time: PostgreSQL would fail casting it
+        cursor(at, 0, mark),
+        cursor(at, -1, mark),
+        cursor(at, 2**63, mark),
+        cursor(at + "\x00", 1, mark),
+        cursor(at, 1),  # no listing
+        cursor(at, 1, "another"),
+        first["next_cursor"] + "==",  # padded: not the spelling issued
         "WyJ4Iix0cnVlXQ",
         "not base64!",
         cursor({"a": 1}),
     ):
         assert refused(service, "memory_list", scope=S, cursor=bad).code == "invalid_cursor"
-    assert call(service, "memory_list", scope=S, cursor=cursor(at, 2**63 - 1))["lessons"]
+    assert call(service, "memory_list", scope=S, cursor=cursor(at, 2**63 - 1, mark))["lessons"]
+    # A cursor is for its own listing: another scope or other tags would skip or repeat rows.
+    issued = first["next_cursor"]
+    other = "repo::acme/other"
+    assert refused(service, "memory_list", scope=other, cursor=issued).code == "invalid_cursor"
+    tagged = refused(service, "memory_list", scope=S, tags=["t"], cursor=issued)
+    assert tagged.code == "invalid_cursor"
     audit = call(service, "memory_audit", limit=1)
     assert len(call(service, "memory_audit", limit=1, cursor=audit["next_cursor"])["events"]) == 1
-    for bad in (cursor(10**30), cursor(True), cursor(0), "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDBd"):
+    audit_mark = mark_of(audit["next_cursor"])
+    for bad in (
+        cursor(10**30, audit_mark),
+        cursor(True, audit_mark),
+        cursor(0, audit_mark),
+        cursor(1),
+        "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDBd",
+    ):
         assert refused(service, "memory_audit", cursor=bad).code == "invalid_cursor"
+    narrowed = refused(service, "memory_audit", scope=S, cursor=audit["next_cursor"])
+    assert narrowed.code == "invalid_cursor"
 
 
 @pytest.mark.parametrize(

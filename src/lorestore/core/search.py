@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 
@@ -122,4 +123,27 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> tuple[object, ...]:
             raise ValueError(parts)
     except (ValueError, TypeError, RecursionError) as exc:
         raise invalid_cursor() from exc
+    if encode_cursor(*parts) != cursor:  # only the spelling lorestore writes (no padding)
+        raise invalid_cursor()
+    return tuple(parts)
+
+
+def listing_mark(*filters: object) -> str:
+    """A short fingerprint of what a page lists (its scope, tags, time window): a cursor
+    carries it, so that one issued for one listing is refused by another rather than
+    silently skipping or repeating rows there."""
+    text = json.dumps(filters, separators=(",", ":"), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def paged_cursor(cursor: str, shape: tuple[type, ...], mark: str) -> tuple[object, ...]:
+    """A cursor's parts (``shape``), refused unless it was issued for this listing."""
+    *parts, issued_for = decode_cursor(cursor, (*shape, str))
+    if issued_for != mark:
+        raise LorestoreError(
+            "invalid_cursor",
+            "the cursor was issued for another listing (other scope, tags or time window)",
+            hint="pass a next_cursor with the same filters it came with, or start again "
+            "without a cursor",
+        )
     return tuple(parts)

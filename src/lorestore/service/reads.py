@@ -14,7 +14,13 @@ from lorestore.core.audit import first_break
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
-from lorestore.core.search import decode_cursor, encode_cursor, invalid_cursor, query_terms
+from lorestore.core.search import (
+    encode_cursor,
+    invalid_cursor,
+    listing_mark,
+    paged_cursor,
+    query_terms,
+)
 from lorestore.core.trust import trust_as_of
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.models import (
@@ -39,10 +45,10 @@ from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.storage.protocol import AuditFilter
 
 
-def _list_cursor(cursor: str) -> tuple[str, int]:
+def _list_cursor(cursor: str, mark: str) -> tuple[str, int]:
     """A list cursor's (updated_at, pk): the time must be in the canonical form the store
     wrote, since PostgreSQL would fail on any other text where SQLite compares it as such."""
-    at, pk = decode_cursor(cursor, (str, int))
+    at, pk = paged_cursor(cursor, (str, int), mark)
     assert isinstance(at, str) and isinstance(pk, int)
     try:
         canonical = normalise_ts(at, field="cursor")
@@ -118,7 +124,8 @@ class ReadOperations(ServiceBase):
         self._authorise(actor, "read", scope)
         tags = validate_tags(p.tags)
         limit = bounded("limit", p.limit, 1, 200)
-        after = _list_cursor(p.cursor) if p.cursor else None
+        mark = listing_mark("list", scope, sorted(tags))
+        after = _list_cursor(p.cursor, mark) if p.cursor else None
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             page, more = tx.list_lessons(
                 self._owner_for(tx, actor, scope, write=False),
@@ -130,7 +137,7 @@ class ReadOperations(ServiceBase):
             )
         next_cursor = None
         if more:
-            next_cursor = encode_cursor(page[-1].lesson.updated_at, page[-1].pk)
+            next_cursor = encode_cursor(page[-1].lesson.updated_at, page[-1].pk, mark)
         return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
 
     def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
@@ -194,12 +201,13 @@ class ReadOperations(ServiceBase):
         scope = parse_scope(p.scope).text if p.scope else None
         self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 500)
-        after_id = int(str(decode_cursor(p.cursor, (int,))[0])) if p.cursor else None
         key = validate_key(p.key) if p.key else None
         since = normalise_ts(p.since, field="since")
         until = normalise_ts(p.until, field="until")
         if since and until and until <= since:  # as export says it: an empty window is a mistake
             raise LorestoreError("invalid_time", "until must be after since")
+        mark = listing_mark("audit", scope, key, since, until)
+        after_id = int(str(paged_cursor(p.cursor, (int,), mark)[0])) if p.cursor else None
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             owners = (
                 [self._owner_for(tx, actor, scope, write=False)]
@@ -217,5 +225,5 @@ class ReadOperations(ServiceBase):
             )
             events = tx.audit_events(query)
         page = events[:limit]
-        cursor = encode_cursor(page[-1].id) if len(events) > limit else None
+        cursor = encode_cursor(page[-1].id, mark) if len(events) > limit else None
         return AuditResult(events=page, next_cursor=cursor)
