@@ -295,3 +295,16 @@ def test_an_impossible_version_or_time_window_is_bad_input(cli: Cli) -> None:
     window = cli("audit", "--since", "2026-01-02", "--until", "2026-01-01", "--json")
     assert window.exit_code == 2 and window.error()["code"] == "invalid_time"
     assert cli.ok("audit", "--since", "2026-01-01", "--until", "2099-01-01")["events"]
+
+
+def test_a_value_on_stdin_is_read_only_up_to_the_limit(cli: Cli) -> None:
+    big = cli("write", S, "big", "--json", input="a" * 200_000)
+    assert big.exit_code == 2 and big.error()["code"] == "value_too_large"
+    assert cli.ok("list", S)["lessons"] == []  # nothing written
+    edge = "b" * (64 * 1024)
+    written = cli.ok("write", S, "edge", input=edge + "\r\n")  # the control: at the limit
+    assert written["lesson"]["value"] == edge
+    kept = cli.ok("write", S, "crlf-inside", input="one\r\ntwo\n")
+    assert kept["lesson"]["value"] == "one\r\ntwo"  # as given, but the one line ending
+    latin = cli("write", S, "latin", "--json", input=b"caf\xe9")
+    assert latin.exit_code == 2 and latin.error()["code"] == "invalid_value"

@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 from lorestore.cli.render import failure
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Source
+from lorestore.core.validation import MAX_VALUE_BYTES
 from lorestore.gitinfo import repo_path
 from lorestore.operations import Operation
 
@@ -233,7 +234,23 @@ def _read_stdin() -> str:
             "no lesson value given",
             hint="pass it as the third argument or pipe it on stdin",
         )
-    value = sys.stdin.read()
+    # At most one byte past the limit: a larger value is refused without holding it all.
+    raw = sys.stdin.buffer.read(MAX_VALUE_BYTES + 3)  # + a line ending the shell may add
+    if len(raw) > MAX_VALUE_BYTES + 2:
+        raise LorestoreError(
+            "value_too_large",
+            f"the value on stdin is more than {MAX_VALUE_BYTES} bytes (64 KiB), the limit",
+            hint="split it into several lessons or link to a document",
+            details={"limit": MAX_VALUE_BYTES},
+        )
+    try:
+        value = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LorestoreError(
+            "invalid_value",
+            f"the value on stdin is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            hint="lessons are text: convert the input to UTF-8",
+        ) from None
     # One line ending, as a shell's `echo` or a Windows pipe (CRLF) adds it.
     return value.removesuffix("\r\n") if value.endswith("\r\n") else value.removesuffix("\n")
 

@@ -102,6 +102,12 @@ def _sources(params: ImportParams, paths: list[Path]) -> _Source:
     path = paths[0] if paths and str(paths[0]) != "-" else None
     if path is not None and not path.is_file():
         raise LorestoreError("invalid_argument", f"there is no file {path}")
+    if path is None and (sys.stdin is None or sys.stdin.isatty()):
+        raise LorestoreError(
+            "invalid_argument",
+            "no file to import: name one, or pipe it on stdin",
+            hint="lorestore import lessons.jsonl  (or: lorestore import - < lessons.jsonl)",
+        )
     total = path.stat().st_size if path else None
     return _Source(iter(()), _file_chunks(path), total)
 
