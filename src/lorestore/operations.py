@@ -124,6 +124,15 @@ class Operation:
         return result
 
 
+def _command_name(operation: str) -> str:
+    """The CLI command of an operation: ``memory_write`` is ``write``, ``token_create`` is
+    ``token create``."""
+    group, _, rest = operation.partition("_")
+    if group in CLI_GROUPS:
+        return f"{group} {rest.replace('_', '-')}"
+    return operation.removeprefix("memory_").replace("_", "-")
+
+
 def invalid_arguments(operation: str, exc: ValidationError) -> LorestoreError:
     """Arguments the params model refused: the code of the field when every problem is in one
     field that has its own (a missing ``scopes`` is ``invalid_scope``, as an empty one is),
@@ -137,7 +146,8 @@ def invalid_arguments(operation: str, exc: ValidationError) -> LorestoreError:
     return LorestoreError(
         codes.pop() if len(codes) == 1 and "" not in codes else "invalid_argument",
         f"{operation}: " + "; ".join(problems),
-        hint="see the tool's input schema or `lorestore <command> --help`",
+        hint=f"see the {operation} tool's input schema, or the command's --help "
+        f"(lorestore {_command_name(operation)} --help)",
         details={"errors": problems},
     )
 
