@@ -203,6 +203,10 @@ def test_cli_token_commands(cli: Cli) -> None:
     revoked = cli.ok("token", "revoke", created["info"]["id"])
     assert revoked["revoked_at"]
     assert cli("token", "revoke", "nope", "--json").error()["code"] == "not_found"
+    # The table shows an id's first 8 characters: they are enough to revoke it.
+    second = cli.ok("token", "create", "--name", "two")["info"]["id"]
+    assert cli("token", "revoke", second[:7], "--json").error()["code"] == "not_found"  # too short
+    assert cli.ok("token", "revoke", second[:8].upper())["id"] == second
 
 
 def test_rate_limit_per_token_with_retry_after(store, clock) -> None:  # type: ignore[no-untyped-def]

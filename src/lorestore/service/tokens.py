@@ -71,6 +71,21 @@ def _unauthenticated(message: str) -> LorestoreError:
     )
 
 
+def _token_id(given: str, tokens: dict[str, TokenRecord]) -> str:
+    """The id a revocation means: the id itself, or the one token id it begins (at least 8
+    characters, as the token table shows them)."""
+    if given in tokens or len(given) < 8:
+        return given
+    matches = [ident for ident in tokens if ident.startswith(given)]
+    if len(matches) > 1:
+        raise LorestoreError(
+            "invalid_argument",
+            f"{given!r} begins {len(matches)} token ids",
+            hint="give more of the id: `lorestore token list --json` shows them whole",
+        )
+    return matches[0] if matches else given
+
+
 class TokenOperations(ServiceBase):
     def token_create(self, actor: Actor, p: TokenCreateParams) -> TokenCreateResult:
         self._require(actor, "admin")  # a scope-confined token makes tokens within its scopes
@@ -155,14 +170,17 @@ class TokenOperations(ServiceBase):
         self._authorise(actor, "admin")
         self._unconfined(actor, "revoking a token of your account")
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            if not tx.revoke_token(actor.principal, p.id, self._now()):
+            tokens = {t.id: t for t in tx.list_tokens(actor.principal)}
+            ident = _token_id(p.id.strip().lower(), tokens)
+            if not tx.revoke_token(actor.principal, ident, self._now()):
                 raise LorestoreError(
                     "not_found",
                     f"no live token {p.id!r}",
-                    hint="`lorestore token list` shows ids",
+                    hint="`lorestore token list --json` shows ids (the table shows their "
+                    "first 8 characters, which are enough)",
                 )
             tokens = {t.id: t for t in tx.list_tokens(actor.principal)}
-        return _info(tokens[p.id])
+        return _info(tokens[ident])
 
     def _count_request(self, record: TokenRecord, now: datetime) -> None:
         """Record the use and enforce the per-token budget. Fails closed: when the count
