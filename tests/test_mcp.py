@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -181,3 +184,23 @@ def test_a_store_file_deleted_under_the_server_refuses_writes(home: Path, cli: C
     run_mcp(home, scenario)
     assert cli.ok("write", "global", "after", "Lands in the new file.")["result"] == "created"
     assert cli("read", "global", "before", "--json").error()["code"] == "not_found"
+
+
+def test_ctrl_c_stops_the_stdio_server(tmp_path: Path) -> None:
+    """SIGINT ends `lorestore mcp` at once (it was caught and ignored while the server waited
+    for the host's next line); closing stdin, the control, ends it too."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    env["LORESTORE_HOME"] = str(tmp_path)
+    for stop in ("sigint", "eof"):
+        child = subprocess.Popen(
+            [EXE, "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        time.sleep(2)  # serving, waiting for the host
+        if stop == "sigint":
+            child.send_signal(signal.SIGINT)
+        child.communicate(timeout=20)  # closes stdin: the end of input for "eof"
+        assert child.returncode == (130 if stop == "sigint" else 0), stop

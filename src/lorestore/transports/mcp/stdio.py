@@ -8,8 +8,10 @@ import io
 import json
 import os
 import shutil
+import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
+from types import FrameType
 from typing import Any
 
 from lorestore.config import Settings
@@ -122,5 +124,18 @@ def serve_stdio(invoke: Invoker) -> None:
                 options = server.create_initialization_options()
                 await server.run(read_stream, write_stream, options)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(run)
+    # Ctrl-C stops the server at once. The host's input is read in a worker thread that a
+    # cancelled task would wait for until the host sends another line, so SIGINT ends the
+    # process here: every write is its own committed transaction, and one cut short is
+    # rolled back by SQLite (or never reached the server), so nothing half-written stays.
+    previous = signal.signal(signal.SIGINT, _stop)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(run)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    sys.stdout.flush()
+    os._exit(128 + signal.SIGINT)
