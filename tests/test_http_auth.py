@@ -173,6 +173,13 @@ def test_cors_is_off_unless_configured(home: Path) -> None:
         assert preflight.status_code == 200
         stranger = api.post("memory_scopes", headers={"Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in stranger.headers
+        refused = api.client.options(
+            "/api/v1/memory_scopes",
+            headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+        )
+        assert error_of(refused, 403)["code"] == "forbidden"  # a JSON error, as every error
+        exposed = response.headers["access-control-expose-headers"].lower()
+        assert "retry-after" in exposed and "www-authenticate" in exposed
 
 
 def test_request_logs_carry_no_token_query_or_value(

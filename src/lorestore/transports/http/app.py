@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -76,16 +77,43 @@ async def internal_error(request: Request, exc: Exception) -> Response:
     return error_response(error, request.scope, status=500)
 
 
+class _Cors(CORSMiddleware):
+    """Starlette's CORS, with its refusal of a preflight in lorestore's JSON error form."""
+
+    def preflight_response(self, request_headers: Any) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        reason = bytes(response.body).decode("utf-8", "replace")
+        headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
+        headers.pop("content-type", None)
+        body = {
+            "error": {
+                "code": "forbidden",
+                "message": f"{reason} for this server",
+                "hint": "the server's LORESTORE_CORS_ORIGINS names the origins it answers",
+            }
+        }
+        return JSONResponse(body, status_code=403, headers=headers)
+
+
 def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
     stack = [Middleware(RequestLog)]
     if settings.cors_origins:
         stack.append(
             Middleware(
-                CORSMiddleware,
+                _Cors,
                 allow_origins=list(settings.cors_origins),
                 allow_methods=["GET", "POST", "DELETE"],
                 allow_headers=CORS_HEADERS,
-                expose_headers=["X-Request-Id"],
+                # What a browser client reads of an answer: the request id, how long to wait
+                # when rate-limited, how to authenticate, and the MCP session.
+                expose_headers=[
+                    "X-Request-Id",
+                    "Retry-After",
+                    "WWW-Authenticate",
+                    "Mcp-Session-Id",
+                ],
                 max_age=600,
             )
         )
