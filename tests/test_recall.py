@@ -365,3 +365,12 @@ def test_control_characters_are_shown_not_obeyed_in_the_fence(service: LessonSer
     assert "bot\u241b]0;title\u2407" in text
     assert "    Tabs\tand\n    new lines stay." in text  # the control: tab and line feed kept
     assert text.count("<<<end lorestore recall>>>") == 1
+
+
+def test_lines_of_spaces_do_not_count_against_the_budget(service: LessonService) -> None:
+    """The rendering leaves a line of only spaces empty: a lesson that fits as rendered is
+    offered, though its raw text is longer than the budget."""
+    write(service, REPO, "ws", "top\n" + (" " * 60 + "\n") * 20 + "bottom")
+    write(service, REPO, "long", "x" * 1600)  # the control: long in earnest
+    result = recall(service, budget=100)
+    assert offered(result) == ["ws"] and held(result) == {"long": ["over_budget"]}

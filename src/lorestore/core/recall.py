@@ -37,6 +37,7 @@ BODY_INDENT = "    "
 # text alone: a lesson whose text leaves no room for that is held without being rendered.
 MIN_HEADER_TOKENS = 7
 _WHITESPACE = re.compile(r"\s+")
+_SPACE_LINE = re.compile(r"\n[^\S\n]+\n")  # a line of spaces only, which renders empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +258,10 @@ def select(
             result.held.append(Decision(c, False, tuple(reasons[id(c)])))
             continue
         left = budget - result.tokens_used
-        if estimate_tokens(lesson.value.strip()) + MIN_HEADER_TOKENS > left:  # cannot fit
+        text = lesson.value.strip()
+        # Cannot fit: the text alone is too long (unless lines of only spaces, which the
+        # rendering leaves empty, make it look longer than it will be).
+        if estimate_tokens(text) + MIN_HEADER_TOKENS > left and not _SPACE_LINE.search(text):
             result.held.append(Decision(c, False, ("over_budget",)))
             continue
         tokens = estimate_tokens(render_lesson(len(result.offered) + 1, lesson))
