@@ -208,7 +208,8 @@ CATALOG: tuple[Operation, ...] = (
     Operation(
         "memory_policy",
         "Read or set a scope's revision policy (none, commit, files) and whether only "
-        "verified lessons are offered; * is your default for every scope.",
+        "verified lessons are offered; * is your default for every scope. A scope's own "
+        "policy holds both settings: setting one copies the other as it stands (from *).",
         PolicyParams,
         PolicyResult,
         cli_args=("scope",),
