@@ -308,3 +308,13 @@ def test_a_value_on_stdin_is_read_only_up_to_the_limit(cli: Cli) -> None:
     assert kept["lesson"]["value"] == "one\r\ntwo"  # as given, but the one line ending
     latin = cli("write", S, "latin", "--json", input=b"caf\xe9")
     assert latin.exit_code == 2 and latin.error()["code"] == "invalid_value"
+
+
+def test_an_unreachable_postgres_is_one_clear_json_error(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LORESTORE_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    result = cli("list", "global", "--json")
+    assert result.exit_code == 1 and result.error()["code"] == "config_error"
+    assert "Connection refused" in result.error()["message"]
+    json.loads(result.stderr)  # the error alone: no pool warnings before it

@@ -61,6 +61,7 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
         info = typer.Argument(
             help=help_text + (" (or '-' / omitted: read stdin)" if optional_value else ""),
             show_default=False,
+            metavar=name.upper(),
         )
         if optional_value:
             annotation = str | None
@@ -74,7 +75,7 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
         if switch:
             flag = f"{flag}/--no-{flag.removeprefix('--')}"
         decls = [flag, *([_SHORT[name]] if name in _SHORT else [])]
-        metavar = None if annotation is bool else _SINGULAR.get(name, name).upper()
+        metavar = "" if annotation is bool else _SINGULAR.get(name, name).upper()
         info = typer.Option(
             *decls, help=help_text, show_default=default not in (None, False), metavar=metavar
         )
@@ -98,6 +99,7 @@ def _source_parameters() -> list[inspect.Parameter]:
             f"--{name.replace('_', '-')}",
             help=f"provenance: source.{name}",
             rich_help_panel="Provenance",
+            metavar=name.upper(),
         )
         params.append(
             inspect.Parameter(

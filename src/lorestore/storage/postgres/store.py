@@ -411,6 +411,16 @@ class PostgresStore:
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url
+        # One connection first: a server that is down or a URL that is wrong is said at once,
+        # with PostgreSQL's own reason, instead of after the pool's retries (each a warning).
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise LorestoreError(
+                "config_error",
+                f"cannot connect to PostgreSQL: {exc}",
+                hint="check LORESTORE_DATABASE_URL; `lorestore db init` prints the app URL",
+            ) from exc
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url,
             min_size=min_size,
