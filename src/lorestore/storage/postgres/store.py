@@ -413,14 +413,6 @@ class PostgresStore:
         self.url = url
         # One connection first: a server that is down or a URL that is wrong is said at once,
         # with PostgreSQL's own reason, instead of after the pool's retries (each a warning).
-        try:
-            psycopg.connect(url, connect_timeout=10).close()
-        except psycopg.Error as exc:
-            raise LorestoreError(
-                "config_error",
-                f"cannot connect to PostgreSQL: {exc}",
-                hint="check LORESTORE_DATABASE_URL; `lorestore db init` prints the app URL",
-            ) from exc
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url,
             min_size=min_size,
@@ -429,6 +421,7 @@ class PostgresStore:
             open=False,
         )
         try:
+            psycopg.connect(url, connect_timeout=10).close()
             self._pool.open(wait=True, timeout=10)
         except psycopg.Error as exc:
             raise LorestoreError(
