@@ -411,8 +411,6 @@ class PostgresStore:
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url
-        # One connection first: a server that is down or a URL that is wrong is said at once,
-        # with PostgreSQL's own reason, instead of after the pool's retries (each a warning).
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url,
             min_size=min_size,
@@ -421,6 +419,8 @@ class PostgresStore:
             open=False,
         )
         try:
+            # One connection first: a server that is down or a wrong URL is said at once, with
+            # PostgreSQL's own reason, not after the pool's retries (each a logged warning).
             psycopg.connect(url, connect_timeout=10).close()
             self._pool.open(wait=True, timeout=10)
         except psycopg.Error as exc:
