@@ -318,3 +318,12 @@ def test_an_unreachable_postgres_is_one_clear_json_error(
     assert result.exit_code == 1 and result.error()["code"] == "config_error"
     assert "Connection refused" in result.error()["message"]
     json.loads(result.stderr)  # the error alone: no pool warnings before it
+
+
+def test_a_group_option_before_its_sub_command_is_refused_not_ignored(cli: Cli) -> None:
+    cli.ok("write", S, "k", "v")
+    early = cli("audit", "--json", "verify")
+    assert early.exit_code == 2 and early.error()["code"] == "invalid_argument"
+    assert "audit verify --json" in early.error()["message"]
+    assert cli.ok("audit", "verify")["ok"] is True  # the control: options after it
+    assert cli.ok("audit")["events"]  # and the group's own listing takes them

@@ -261,11 +261,26 @@ def default_action(command: Callable[..., None]) -> Callable[..., None]:
     """Make a command the callback of a group: it runs only when no sub-command was given,
     and takes the same options."""
 
+    signature = inspect.signature(command)
+
     def callback(ctx: typer.Context, **kwargs: Any) -> None:
         if ctx.invoked_subcommand is None:
             command(**kwargs)
+            return
+        given = [
+            name
+            for name, value in kwargs.items()
+            if value != signature.parameters[name].default and value not in (None, [], ())
+        ]
+        if given:  # the group's options belong to the listing, not to the sub-command
+            options = ", ".join(
+                "--" + name.replace("_output", "").replace("_", "-") for name in given
+            )
+            raise typer.BadParameter(
+                f"{options} given before `{ctx.invoked_subcommand}`: put the sub-command's "
+                f"options after it (lorestore {ctx.info_name} {ctx.invoked_subcommand} --json)"
+            )
 
-    signature = inspect.signature(command)
     context = inspect.Parameter(
         "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
     )
