@@ -221,7 +221,7 @@ def test_usage_errors_are_json_errors_with_json(cli: Cli) -> None:
     assert "--limit" in typed.error()["message"]
     assert "lorestore list --help" in typed.error()["hint"]
     missing = cli("write", "global", "--json")
-    assert missing.exit_code == 2 and "key" in missing.error()["message"]
+    assert missing.exit_code == 2 and "key" in missing.error()["message"].lower()
     unknown = cli("read", "global", "k", "--colour", "--json")
     assert unknown.exit_code == 2 and "--colour" in unknown.error()["message"]
     human = cli("list", "global", "--limit", "abc")  # the control: Typer's own usage box

@@ -282,3 +282,16 @@ def test_cli_recall_outside_a_work_tree_holds_files_as_unknown(
     assert [(h["key"], h["reasons"]) for h in elsewhere["held"]] == [
         ("test-db", ["file_unknown:tests/conftest.py"])
     ]
+
+
+def test_cli_depends_on_names_a_file_whose_name_holds_an_equals_sign(
+    cli: Cli, work_tree: Path
+) -> None:
+    (work_tree / "a=b.txt").write_text("x\n")
+    blob = _git(work_tree, "hash-object", "a=b.txt")
+    written = cli.ok("write", REPO, "eq", "A lesson.", "--depends-on", "a=b.txt")["lesson"]
+    assert written["depends_on"] == [{"path": "a=b.txt", "blob": blob}]
+    given = cli.ok("write", REPO, "eq2", "B lesson.", "--depends-on", f"a=b.txt={blob.upper()}")
+    assert given["lesson"]["depends_on"] == [{"path": "a=b.txt", "blob": blob}]  # the control
+    bad = cli("recall", "--blob", "a=b.txt=nothex", "--json")
+    assert bad.exit_code == 2 and bad.error()["code"] == "invalid_argument"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import types
 import typing
@@ -202,31 +203,37 @@ def _collect(op: Operation, kwargs: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# A git blob hash: SHA-1 (40 hex digits) or SHA-256 (64), in either case.
+_BLOB = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+
+
 def _dependency(item: str) -> dict[str, str]:
     """``PATH`` (the blob is read from git) or ``PATH=BLOB``; PATH is relative to the current
     directory, as a git pathspec is, and stored relative to the repository root."""
-    path, sep, blob = item.partition("=")
-    if not path or (sep and not blob):
+    path, sep, blob = item.rpartition("=")
+    if not sep or not _BLOB.fullmatch(blob):
+        path, blob = item, ""  # no blob after the last "=": all of it names the file
+    if not path:
         raise LorestoreError(
             "invalid_argument",
             f"--depends-on {item!r} is not PATH or PATH=BLOB",
             hint="e.g. --depends-on tests/conftest.py",
         )
     path = repo_path(os.getcwd(), path)
-    return {"path": path, "blob": blob} if blob else {"path": path}
+    return {"path": path, "blob": blob.lower()} if blob else {"path": path}
 
 
 def _blob(item: str) -> tuple[str, str | None]:
     """``PATH=BLOB``, or ``PATH=`` for a file that is gone (None); PATH as ``--depends-on``
     takes it."""
-    path, sep, blob = item.partition("=")
-    if not path or not sep:
+    path, sep, blob = item.rpartition("=")  # a file name may hold "="; a blob does not
+    if not path or not sep or (blob and not _BLOB.fullmatch(blob)):
         raise LorestoreError(
             "invalid_argument",
             f"--blob {item!r} is not PATH=BLOB or PATH=",
             hint="e.g. --blob tests/conftest.py=$(git hash-object tests/conftest.py)",
         )
-    return repo_path(os.getcwd(), path, "--blob"), blob or None
+    return repo_path(os.getcwd(), path, "--blob"), blob.lower() or None
 
 
 def _read_stdin() -> str:
