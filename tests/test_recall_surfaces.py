@@ -295,3 +295,14 @@ def test_cli_depends_on_names_a_file_whose_name_holds_an_equals_sign(
     assert given["lesson"]["depends_on"] == [{"path": "a=b.txt", "blob": blob}]  # the control
     bad = cli("recall", "--blob", "a=b.txt=nothex", "--json")
     assert bad.exit_code == 2 and bad.error()["code"] == "invalid_argument"
+
+
+def test_cli_resolves_a_revision_named_by_a_ref(cli: Cli, work_tree: Path) -> None:
+    head = _git(work_tree, "rev-parse", "HEAD")
+    written = cli.ok("write", REPO, "k", "A lesson.", "--commit", "HEAD")["lesson"]
+    assert written["source"]["commit"] == head  # not the text "HEAD", which never matches
+    assert cli.ok("recall", "--revision", "main")["context"]["revision"] == head
+    short = cli.ok("recall", "--revision", head[:9])["context"]["revision"]
+    assert short == head[:9]  # the control: a hash is kept as given
+    unknown = cli("recall", "--revision", "no-such-ref", "--json")
+    assert unknown.exit_code == 2 and unknown.error()["code"] == "invalid_argument"

@@ -142,6 +142,25 @@ def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
     return hashes
 
 
+_HEX = re.compile(r"[0-9a-fA-F]{7,64}")
+
+
+def _resolved(cwd: str | Path, given: Any, option: str) -> Any:
+    """A revision the caller named by a ref (``HEAD~1``, a branch, a tag) as the commit hash
+    git resolves it to in ``cwd``; a hash, or anything but text, as it is. A ref git cannot
+    resolve there is ``invalid_argument`` (stored as written, it could never match)."""
+    if not isinstance(given, str) or _HEX.fullmatch(given.strip()):
+        return given
+    commit = _git(cwd, "rev-parse", "--verify", "--quiet", f"{given.strip()}^{{commit}}")
+    if commit is None:
+        raise LorestoreError(
+            "invalid_argument",
+            f"{option} {given!r} is not a commit hash, nor a ref git resolves here",
+            hint="pass a commit hash (7 to 64 hex digits), or a ref such as HEAD~1",
+        )
+    return commit
+
+
 def _another_repo(given: Any, context: GitContext) -> bool:
     """Whether the caller named a repository other than the checkout's own."""
     if not isinstance(given, str) or context.repo is None:
@@ -165,6 +184,7 @@ def _recall_context(filled: dict[str, Any], context: GitContext) -> dict[str, An
     scope)."""
     if _another_repo(filled.get("repo"), context):
         return filled  # another repository than this checkout: its branch and HEAD are not ours
+    filled["revision"] = _resolved(context.root, filled.get("revision"), "--revision")
     if filled.get("repo") is None and context.repo and _forms_ladder(context.repo, None):
         filled["repo"] = context.repo
     if (
@@ -195,6 +215,7 @@ def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) ->
     source = dict(filled.get("source") or {})
     if _another_repo(source.get("repo"), context):
         return filled  # another repository than this checkout: its branch and commit are not ours
+    source["commit"] = _resolved(context.root, source.get("commit"), "--commit")
     for name, value in (
         ("repo", context.repo),
         ("branch", context.branch),
