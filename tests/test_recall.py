@@ -374,3 +374,16 @@ def test_lines_of_spaces_do_not_count_against_the_budget(service: LessonService)
     write(service, REPO, "long", "x" * 1600)  # the control: long in earnest
     result = recall(service, budget=100)
     assert offered(result) == ["ws"] and held(result) == {"long": ["over_budget"]}
+
+
+def test_depends_on_paths_are_spelled_as_git_spells_them(service: LessonService) -> None:
+    blob = "a" * 40
+    for spelling in ("./src//a.py", "src/./a.py", "src/a.py"):
+        lesson = write(
+            service, REPO, "dep", "v", depends_on=[DependencyRef(path=spelling, blob=blob)]
+        ).lesson
+        assert [d.path for d in lesson.depends_on] == ["src/a.py"], spelling
+    for bad in (".git/config", "./.git/HEAD", "../a.py", "/etc/passwd", "."):
+        with pytest.raises(LorestoreError) as refused:
+            write(service, REPO, "bad", "v", depends_on=[DependencyRef(path=bad, blob=blob)])
+        assert refused.value.code == "invalid_argument", bad

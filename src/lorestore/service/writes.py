@@ -64,12 +64,23 @@ def _dependencies(refs: list[DependencyRef] | None) -> list[Dependency] | None:
         return None
     found: dict[str, Dependency] = {}
     for ref in refs:
-        path = ref.path.strip().removeprefix("./")
-        if not path or path.startswith("/") or ".." in PurePosixPath(path).parts:
+        raw = ref.path.strip()
+        parts = PurePosixPath(raw).parts
+        # As git writes a path: no "." segments or doubled slashes (the CLI's and a remote
+        # client's spellings of one file are one dependency).
+        path = "/".join(p for p in parts if p != ".")
+        if not path or raw.startswith("/") or ".." in parts:
             raise LorestoreError(
                 "invalid_argument",
                 f"depends_on path {ref.path!r} must be relative to the repository root",
                 hint="e.g. tests/conftest.py",
+            )
+        if parts[0] == ".git":
+            raise LorestoreError(
+                "invalid_argument",
+                f"depends_on path {ref.path!r} is inside .git, which is git's, not a file of "
+                "the repository",
+                hint="name a tracked file, e.g. tests/conftest.py",
             )
         if ref.blob is None or not _BLOB.match(ref.blob):
             raise LorestoreError(
