@@ -32,14 +32,14 @@ def test_write_read_round_trip_with_json(cli: Cli) -> None:
         "--tag",
         "db",
         "--commit",
-        "abc123",
+        "abc1234",
         "--agent",
         "claude",
     )
     assert created["result"] == "created"
     lesson = cli.ok("read", S, "pg")["lesson"]
     assert lesson == created["lesson"]
-    assert lesson["source"]["commit"] == "abc123" and lesson["source"]["agent"] == "claude"
+    assert lesson["source"]["commit"] == "abc1234" and lesson["source"]["agent"] == "claude"
     assert lesson["tags"] == ["db"]
 
 

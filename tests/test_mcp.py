@@ -87,7 +87,7 @@ def test_structured_results_equal_the_cli_json(home: Path, cli: Cli) -> None:
             key="pg",
             value="Use the local Postgres",
             tags=["db"],
-            source={"commit": "abc123"},
+            source={"commit": "abc1234"},
         )
         captured["read"] = await tools.ok("memory_read", scope=S, key="pg")
         captured["search"] = await tools.ok("memory_search", query="postgres", scopes=[S])

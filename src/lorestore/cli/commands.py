@@ -82,6 +82,8 @@ def _option_parameter(name: str, field: FieldInfo, positional: bool) -> inspect.
         )
         if annotation == list[str]:
             annotation = list[str] | None
+        elif required and annotation is not bool:
+            default = inspect.Parameter.empty  # Click refuses its absence, and --help says so
         elif default is None and (switch or annotation is not bool):
             annotation = annotation | None
     return inspect.Parameter(

@@ -28,6 +28,8 @@ def _param_line(param: Any) -> str:
         kind = "flag" if getattr(param, "is_flag", False) else "option"
         if getattr(param, "multiple", False):
             kind += ", repeatable"
+        if param.required:
+            kind += ", required"
     help_text = getattr(param, "help", None) or ""
     default = param.default
     if default not in (None, False, (), []) and not callable(default):
