@@ -65,13 +65,19 @@ class Settings:
     def sqlite_path(self) -> Path:
         """The embedded database file named by ``database_url``."""
         url = self.database_url
-        if not url.startswith("sqlite:///"):
+        if not url.startswith("sqlite:///") or url == "sqlite:///":
             scheme = url.split(":", 1)[0]
+            problem = (
+                f"the database URL {url!r} names no file"
+                if scheme == "sqlite"
+                else f"the database URL uses {scheme!r}; lorestore serves sqlite and postgresql"
+            )
             raise LorestoreError(
                 "config_error",
-                f"LORESTORE_DATABASE_URL uses {scheme!r}; lorestore serves sqlite and postgresql",
-                hint="use sqlite:///PATH or postgresql://USER@HOST/DB, or unset it for the "
-                "default file in LORESTORE_HOME",
+                problem,
+                hint="use sqlite:///PATH (sqlite:////abs/path for an absolute one) or "
+                "postgresql://USER@HOST/DB, or unset LORESTORE_DATABASE_URL for the default "
+                "file in LORESTORE_HOME",
             )
         return Path(url.removeprefix("sqlite:///")).expanduser()
 
@@ -87,7 +93,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             raise ValueError
     except ValueError:
         raise LorestoreError(
-            "config_error", f"LORESTORE_CORROBORATE_AT={raw_threshold!r} is not a whole number >= 2"
+            "config_error",
+            f"LORESTORE_CORROBORATE_AT={raw_threshold!r} is not a whole number >= 2",
+            hint="e.g. LORESTORE_CORROBORATE_AT=3 (distinct sessions that corroborate a lesson)",
         ) from None
     return Settings(
         home=home,
