@@ -327,3 +327,11 @@ def test_a_group_option_before_its_sub_command_is_refused_not_ignored(cli: Cli) 
     assert "audit verify --json" in early.error()["message"]
     assert cli.ok("audit", "verify")["ok"] is True  # the control: options after it
     assert cli.ok("audit")["events"]  # and the group's own listing takes them
+
+
+def test_db_init_refuses_an_option_taken_as_the_password(cli: Cli) -> None:
+    url = "postgresql://postgres@127.0.0.1:1/never-reached"  # refused before any connection
+    swallowed = cli("db", "init", "--database-url", url, "--app-password", "--json")
+    assert swallowed.exit_code == 2 and "looks like an option" in swallowed.stderr
+    garbage = cli("db", "init", "--database-url", "garbage", "--json")
+    assert garbage.exit_code == 2 and garbage.error()["code"] == "invalid_argument"

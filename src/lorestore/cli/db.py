@@ -48,10 +48,20 @@ def init_command(
 
     password = new_password() if app_password == "generate" else app_password  # noqa: S105
     try:
-        if not database_url.startswith(("postgresql://", "postgres://")):
+        if password is not None and password.startswith("-"):
+            # `--app-password --json` would take "--json" as the password and set it.
             raise LorestoreError(
-                "config_error",
-                "db init sets up PostgreSQL; the embedded SQLite store needs no setup",
+                "invalid_argument",
+                f"--app-password {password!r} looks like an option, not a password",
+                hint="give the password after --app-password, or 'generate' for a new one",
+            )
+        if not database_url.startswith(("postgresql://", "postgres://")):
+            sqlite = database_url.startswith("sqlite:")
+            raise LorestoreError(
+                "config_error" if sqlite else "invalid_argument",
+                "db init sets up PostgreSQL; the embedded SQLite store needs no setup"
+                if sqlite
+                else f"--database-url {database_url!r} is not a PostgreSQL URL",
                 hint="pass --database-url postgresql://SUPERUSER@HOST:PORT/DATABASE",
             )
         report = init_database(database_url, app_password=password)
