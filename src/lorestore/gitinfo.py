@@ -142,7 +142,7 @@ def blob_hashes(cwd: str | Path, paths: Sequence[str]) -> dict[str, str | None]:
     return hashes
 
 
-_HEX = re.compile(r"[0-9a-fA-F]{7,64}")
+_HEX = re.compile(r"[0-9a-fA-F]{1,64}")  # a hash, whole or abbreviated: kept as written
 
 
 def _resolved(cwd: str | Path, given: Any, option: str) -> Any:

@@ -12,7 +12,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from lorestore import __version__
 from lorestore.operations import Operation, on_surface
-from lorestore.transports.http import API_PREFIX
+from lorestore.transports.http import API_PREFIX, OPENAPI_PATH
 from lorestore.transports.http.errors import ERROR_STATUSES
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -26,6 +26,7 @@ _ERROR_TEXT = {
     413: "the value or the request body is too large (value_too_large)",
     429: "too many requests for this token (rate_limited)",
     503: "the SQLite store stayed locked by another writer past the busy timeout (busy)",
+    500: "the server or its store failed (storage_error, config_error, internal): see its log",
 }
 
 
@@ -105,7 +106,7 @@ def _responses(result_ref: dict[str, Any]) -> dict[str, Any]:
             "content": {"application/json": {"schema": result_ref}},
         }
     }
-    for status in ERROR_STATUSES:
+    for status in (*ERROR_STATUSES, 500):
         responses[str(status)] = {"description": _ERROR_TEXT[status], **error}
     return responses
 
@@ -200,6 +201,14 @@ def openapi_document() -> dict[str, Any]:
     refs, defs = models_json_schema(models, ref_template=REF_TEMPLATE)
     schemas: dict[str, Any] = defs["$defs"]
     paths = {route_path(op): _item(op, refs, schemas) for op in operations}
+    paths[OPENAPI_PATH] = {
+        "get": {
+            "operationId": "openapi",
+            "summary": "This document. Needs no token.",
+            "security": [],
+            "responses": {"200": {"description": "the OpenAPI document"}},
+        }
+    }
     paths["/healthz"] = {
         "get": {
             "operationId": "healthz",
