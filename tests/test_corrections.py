@@ -403,16 +403,25 @@ def test_a_ttl_sent_with_a_proposal_applies_to_the_served_lesson(
     assert cleared.result == "proposed" and cleared.lesson.expires_at is None
 
 
-def test_a_new_value_for_a_disputed_lesson_supersedes_its_proposal(service: LessonService) -> None:
+def test_a_new_value_for_a_disputed_lesson_is_a_proposal_too(service: LessonService) -> None:
+    """Disputing a verified lesson is no way around review: an agent's new value for it is a
+    proposal that supersedes the earlier one, and the lesson stays withheld until a person
+    decides."""
     write(service, "Deploy on Tuesdays", actor=PERSON)
     verify(service)
     write(service, "Deploy on Wednesdays")  # proposed
     service.memory_dispute(AGENT, DisputeParams(scope=S, key="k", reason="not since June"))
     result = write(service, "Deploy on Thursdays")
-    assert (result.result, result.lesson.pending_revision) == ("updated", False)
+    assert (result.result, result.lesson.pending_revision) == ("proposed", True)
+    assert (result.lesson.value, result.lesson.trust) == ("Deploy on Tuesdays", "disputed")
     states = [v.state for v in service.memory_history(PERSON, Address(scope=S, key="k")).versions]
-    assert states == ["accepted", "superseded", "accepted"]
-    assert code_of(lambda: verify(service, revision=True)) == "conflict"  # nothing pending
+    assert states == ["accepted", "superseded", "proposed"]
+    accepted = verify(service, revision=True)  # a person decides
+    assert (accepted.value, accepted.trust) == ("Deploy on Thursdays", "verified")
+    # The control: a disputed candidate (never verified) is held back the same way.
+    write(service, "Cache for an hour", key="c")
+    service.memory_dispute(AGENT, DisputeParams(scope=S, key="c", reason="too long"))
+    assert write(service, "Cache for a minute", key="c").result == "proposed"
 
 
 def test_scopes_counts_each_lesson_in_one_bucket(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]

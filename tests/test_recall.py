@@ -347,9 +347,12 @@ def test_a_lesson_held_for_trust_does_not_hide_the_same_key_further_up(
     assert [o.lesson.scope for o in disputed.offered] == ["global"]
     assert held(disputed) == {"db": ["disputed"]}
     service.memory_policy(PERSON, PolicyParams(scope=REPO, revision_policy="commit"))
-    write(service, REPO, "db", "Tests need Postgres 15.", source={"commit": COMMIT_A})
-    stale = recall(service, revision=COMMIT_B)  # the repo's own word on db, not checked here
-    assert offered(stale) == [] and held(stale)["db"] == [f"shadowed_by:{REPO}"]
+    write(service, "global", "cfg", "Config lives in settings.toml.")
+    service.memory_verify(PERSON, VerifyParams(scope="global", key="cfg"))
+    write(service, REPO, "cfg", "Config lives in app.toml.", source={"commit": COMMIT_A})
+    stale = recall(service, revision=COMMIT_B)  # the repo's own word on cfg, not checked here
+    cfg = sorted((h.scope, h.reasons) for h in stale.held if h.key == "cfg")
+    assert cfg == [("global", [f"shadowed_by:{REPO}"]), (REPO, ["revision_mismatch"])]
 
 
 def test_control_characters_are_shown_not_obeyed_in_the_fence(service: LessonService) -> None:

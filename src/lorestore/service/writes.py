@@ -169,7 +169,9 @@ class WriteOperations(ServiceBase):
                 "recorded_at": now,
                 "depends_on": current.depends_on if depends_on is None else depends_on,
             }
-            if current.trust == "verified":
+            # A verified lesson, and a disputed one (withheld until a reviewer decides), change
+            # value only through a reviewed revision: disputing first is no way around review.
+            if current.trust in ("verified", "disputed"):
                 return self._propose(tx, actor, stored, digest, changes)
             return self._new_version(tx, actor, stored, digest, session, changes)
 
