@@ -437,3 +437,41 @@ def test_scopes_counts_each_lesson_in_one_bucket(service: LessonService, clock) 
     (counts,) = service.memory_scopes(PERSON, NoParams()).scopes
     buckets = (counts.active, counts.archived, counts.expired, counts.rejected)
     assert buckets == (1, 0, 1, 1)
+
+
+def test_undo_on_a_copy_cannot_bring_back_a_value_rejected_further_up(
+    service: LessonService,
+) -> None:
+    branch = "branch::acme/app::f"
+    write(service, "Use pytest -x", key="k1")
+    write(service, "use PYTEST -x", key="k2", scope=branch)  # the same value, a copy below
+    reject(service, key="k1")
+    assert read_code(service, "k2", branch) == "not_found"  # the copy was rejected with it
+    refused = code_of(lambda: reject(service, key="k2", scope=branch, undo=True, reason="oops"))
+    assert refused == "conflict"
+    assert read_code(service, "k2", branch) == "not_found"  # still rejected: nothing changed
+    reject(service, key="k1", undo=True, reason="it was right")  # the control: where it was made
+    assert read(service, "k1").trust == "candidate"
+    assert reject(service, key="k2", scope=branch, undo=True, reason="and here").trust == (
+        "candidate"
+    )
+
+
+def test_rejecting_a_revision_rejects_the_copies_of_its_value(service: LessonService) -> None:
+    branch = "branch::acme/app::f"
+    write(service, "Served and verified", key="a", actor=PERSON)
+    verify(service, key="a")
+    write(service, "proposed Y", key="b", scope=branch)  # a copy of what will be proposed
+    write(service, "Proposed  y", key="a")  # proposed
+    reject(service, key="a", revision=True, reason="Y is wrong")
+    assert read_code(service, "b", branch) == "not_found"  # rejected with the revision
+    assert read(service, "a").value == "Served and verified"  # the control: the served one
+    assert code_of(lambda: write(service, "PROPOSED y", key="c")) == "rejected_value"
+
+
+def read_code(service: LessonService, key: str, scope: str) -> str | None:
+    try:
+        read(service, key, scope)
+    except LorestoreError as error:
+        return error.code
+    return None

@@ -152,7 +152,7 @@ class ReviewOperations(ServiceBase):
                 if stored.pending_version is not None:
                     raise _pending_conflict(stored)
                 updated = self._reject(tx, actor, stored, review)
-                self._reject_copies(tx, actor, stored, review)
+                self._reject_copies(tx, actor, stored.lesson, stored.value_digest, review)
         return LessonResult(lesson=updated)
 
     def _tombstone(
@@ -205,13 +205,14 @@ class ReviewOperations(ServiceBase):
         return updated
 
     def _reject_copies(
-        self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
+        self, tx: Transaction, actor: Actor, lesson: Lesson, digest: str, review: Review
     ) -> None:
-        """The same value already stored at this scope or a narrower one is rejected too,
-        so the correction holds for copies written before it."""
-        tomb_scope = stored.lesson.scope
-        for other in tx.lessons_with_digest(owner_key(stored.lesson), stored.value_digest):
-            if other.pk == stored.pk or other.lesson.trust == "rejected":
+        """The value ``digest`` already stored at ``lesson``'s scope or a narrower one (under
+        another key, or at another scope) is rejected too, so the correction holds for copies
+        written before it."""
+        tomb_scope = lesson.scope
+        for other in tx.lessons_with_digest(owner_key(lesson), digest):
+            if other.lesson.id == lesson.id or other.lesson.trust == "rejected":
                 continue
             other_scope = parse_scope(other.lesson.scope)
             if not scope_allowed(actor.scopes, other_scope):
@@ -227,6 +228,7 @@ class ReviewOperations(ServiceBase):
         proposal = self._proposal(tx, stored)
         tx.set_version_state(stored.pk, proposal.version, "rejected")
         self._tombstone(tx, actor, stored.lesson, proposal.value_digest, review)
+        self._reject_copies(tx, actor, stored.lesson, proposal.value_digest, review)
         updated = stored.lesson.model_copy(
             update={"pending_revision": False, "updated_at": review.at}
         )
@@ -255,6 +257,17 @@ class ReviewOperations(ServiceBase):
             at=review.at,
             reason=review.note or "",
         )
+        try:  # a rejection made further up still holds the value: lift it there, not here
+            check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), stored.value_digest)
+        except LorestoreError as still:
+            raise LorestoreError(
+                "conflict",
+                f"this value is still rejected at {still.details['scope']}, which this lesson's "
+                f"scope falls under: {still.message}",
+                hint=f"lift the rejection where it was made: lorestore reject "
+                f"{still.details['scope']} KEY --undo --reason ...",
+                details=still.details,
+            ) from None
         updated = lesson.model_copy(
             update={"trust": trust, "review": review, "updated_at": review.at}
         )
