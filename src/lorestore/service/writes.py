@@ -7,6 +7,8 @@ value waits as a proposed revision until a person accepts or rejects it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import uuid
 from datetime import timedelta
@@ -53,6 +55,11 @@ def rejected_value(tomb: Tombstone) -> LorestoreError:
             "reason": tomb.reason,
         },
     )
+
+
+def _digest(tags: list[str]) -> str:
+    """The SHA-256 of a tag list, as the audit records tags."""
+    return hashlib.sha256(json.dumps(tags, ensure_ascii=False).encode()).hexdigest()
 
 
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -211,8 +218,9 @@ class WriteOperations(ServiceBase):
         tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
         version = (lesson.version, stored.value_digest)
         detail: dict[str, Any] = {"seen_count": updated.seen_count, "trust": updated.trust}
-        if updated.tags != lesson.tags:  # tags are not versioned: the audit keeps the old ones
-            detail["tags"] = {"before": lesson.tags, "after": updated.tags}
+        if updated.tags != lesson.tags:  # tags are not versioned: the audit records the change,
+            # as digests only (what a hard delete erases must not stay in the append-only log)
+            detail["tags"] = {"before": _digest(lesson.tags), "after": _digest(updated.tags)}
         self._audit(
             tx,
             actor,
