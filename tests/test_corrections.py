@@ -393,13 +393,14 @@ def test_a_ttl_sent_with_a_proposal_applies_to_the_served_lesson(
     write(service, "Deploy on Tuesdays", actor=PERSON, ttl_days=1)
     verify(service)
     clock.advance(hours=12)
-    proposed = write(service, "Deploy on Wednesdays", ttl_days=30)
+    # A person's proposal (an agent may not move a verified lesson's expiry: see below).
+    proposed = write(service, "Deploy on Wednesdays", ttl_days=30, actor=PERSON)
     assert proposed.result == "proposed"
     clock.advance(days=2)  # past the first expiry, inside the renewed one
     assert read(service).value == "Deploy on Tuesdays"
     assert verify(service, revision=True).value == "Deploy on Wednesdays"
     assert read(service).expires_at == proposed.lesson.expires_at
-    cleared = write(service, "Deploy on Thursdays", clear_ttl=True)
+    cleared = write(service, "Deploy on Thursdays", clear_ttl=True, actor=PERSON)
     assert cleared.result == "proposed" and cleared.lesson.expires_at is None
 
 
@@ -475,3 +476,19 @@ def read_code(service: LessonService, key: str, scope: str) -> str | None:
     except LorestoreError as error:
         return error.code
     return None
+
+
+def test_an_agent_cannot_relabel_or_expire_a_verified_lesson(service: LessonService) -> None:
+    write(service, "Keep migrations reversible", tags=["important"], actor=PERSON)
+    verify(service)
+    for extra in ({"tags": ["junk"]}, {"ttl_days": 1}):
+        assert code_of(lambda e=extra: write(service, "Keep migrations reversible", **e)) == (
+            "forbidden"
+        )
+    assert code_of(lambda: write(service, "Something else", ttl_days=1)) == "forbidden"
+    lesson = read(service)
+    assert (lesson.tags, lesson.expires_at, lesson.trust) == (["important"], None, "verified")
+    seen = write(service, "Keep migrations reversible", session="other")  # the control
+    assert seen.result == "seen" and seen.lesson.seen_count == 2
+    relabelled = write(service, "Keep migrations reversible", tags=["db"], actor=PERSON)
+    assert relabelled.lesson.tags == ["db"]  # a person may

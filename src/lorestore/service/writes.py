@@ -167,6 +167,7 @@ class WriteOperations(ServiceBase):
             if tags is not None:
                 changes["tags"] = tags
             if digest == stored.value_digest:
+                self._check_curation(actor, current, changes)
                 return self._seen(tx, actor, stored, session, changes, now)
             changes |= {
                 "value": value,
@@ -179,8 +180,31 @@ class WriteOperations(ServiceBase):
             # A verified lesson, and a disputed one (withheld until a reviewer decides), change
             # value only through a reviewed revision: disputing first is no way around review.
             if current.trust in ("verified", "disputed"):
+                # A TTL given with a proposal applies to the served lesson now: a reviewer's.
+                self._check_curation(actor, current, {"expires_at": changes["expires_at"]})
                 return self._propose(tx, actor, stored, digest, changes)
             return self._new_version(tx, actor, stored, digest, session, changes)
+
+    @staticmethod
+    def _check_curation(actor: Actor, current: Lesson, changes: dict[str, Any]) -> None:
+        """A verified lesson's tags and expiry are a reviewer's to change, as its value is: an
+        agent's repeat sighting counts, but may not relabel it or set it to expire (the
+        maintenance sweep would then erase it, a delete the agent may not make)."""
+        if current.trust != "verified" or actor.can("review"):
+            return
+        changed = [
+            name
+            for name in ("tags", "expires_at")
+            if changes.get(name, getattr(current, name)) != getattr(current, name)
+        ]
+        if changed:
+            raise LorestoreError(
+                "forbidden",
+                f"the {' and '.join(changed)} of a verified lesson change only by a reviewer",
+                hint="write the same value without tags or TTL to count a sighting; ask a person "
+                "to change them",
+                details={"fields": changed},
+            )
 
     @staticmethod
     def _check_writable(current: Lesson, now: str, renews: bool) -> None:
