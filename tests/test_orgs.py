@@ -188,3 +188,18 @@ def test_a_binding_cannot_take_scopes_others_keep_lessons_in(service: LessonServ
     service.org_bind(BOB, OrgBindParams(org="evil", pattern="repo::evil/*"))
     write(service, BOB, "repo::evil/app", "Org lesson.")
     assert read(service, BOB, "repo::evil/app").owner == {"org": "evil"}
+
+
+def test_an_invite_cannot_outlast_a_removal_or_lower_an_owner(acme: LessonService) -> None:
+    acme.org_accept(BOB, OrgAcceptParams(code=invite(acme, "bob", role="admin")))
+    own = OrgInviteParams(org="acme", user="bob", role="admin")
+    assert code_of(lambda: acme.org_invite(BOB, own)) == "invalid_argument"  # no self-invite
+    lower = acme.org_invite(BOB, OrgInviteParams(org="acme", user="alice", role="viewer")).code
+    assert code_of(lambda: acme.org_accept(ALICE, OrgAcceptParams(code=lower))) == "conflict"
+    members = {m.member: m.role for m in acme.org_members(ALICE, OrgParams(org="acme")).members}
+    assert members == {"user:alice": "owner", "user:bob": "admin"}  # nothing changed
+    # The control: an invite that raises a role still works.
+    acme.org_accept(CAROL, OrgAcceptParams(code=invite(acme, "carol", role="viewer")))
+    acme.org_accept(CAROL, OrgAcceptParams(code=invite(acme, "carol", role="member")))
+    members = {m.member: m.role for m in acme.org_members(ALICE, OrgParams(org="acme")).members}
+    assert members["user:carol"] == "member"

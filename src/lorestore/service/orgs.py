@@ -39,6 +39,7 @@ from lorestore.storage.protocol import Invite, Transaction
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 ADMIN_ROLES = ("owner", "admin")
+_RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
 
 
 def _slug(text: str, what: str) -> str:
@@ -130,6 +131,12 @@ class OrgOperations(ServiceBase):
         org = f"org:{_slug(p.org, 'the org')}"
         invitee = f"user:{_slug(p.user, 'the user name')}"
         self._within_orgs(actor, org)
+        if invitee == actor.principal:  # an invite kept back would outlast the inviter's removal
+            raise LorestoreError(
+                "invalid_argument",
+                "an invite is for someone else: you cannot invite yourself",
+                hint="a role of your own changes when an owner or admin invites you",
+            )
         days = bounded("expires_days", p.expires_days, 1, 90)
         now = self.clock()
         code = "inv_" + secrets.token_urlsafe(24)
@@ -154,6 +161,7 @@ class OrgOperations(ServiceBase):
     def org_accept(self, actor: Actor, p: OrgAcceptParams) -> OrgInfo:
         self._require(actor, "write")
         with self.store.transaction(write=True, actor=actor.principal) as tx:
+            before = {m.org: m.role for m in tx.memberships(actor.principal)}
             org = tx.accept_invite(_code_hash(p.code), actor.principal, self._now())
             if org is None:
                 raise LorestoreError(
@@ -162,6 +170,16 @@ class OrgOperations(ServiceBase):
                     hint="an invite works once, for the user it names, until it expires",
                 )
             role = self._role(tx, actor, org) or "member"
+            held = before.get(org)
+            if held is not None and _RANK[role] < _RANK[held]:
+                # Raising here rolls the acceptance back: an invite never lowers a role (an
+                # admin could otherwise demote the last owner by inviting them lower).
+                raise LorestoreError(
+                    "conflict",
+                    f"you are already {held} of {org}; this invite would make you {role}",
+                    hint="an invite only raises a role; an owner changes roles",
+                    details={"org": org, "role": held, "invited_as": role},
+                )
         return OrgInfo(org=org, role=role)
 
     def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:
