@@ -228,10 +228,18 @@ def test_caps_and_org_deletes_hold_in_raw_sql(seeded: PostgresStore) -> None:
         counted = "SELECT active_lessons FROM owner_stats WHERE owner = 'user:alice'"
         assert conn.execute(counted).fetchone() == (1,)  # the control: the count is kept
     delete = "DELETE FROM lessons WHERE owner = 'org:acme'"
+    versions = "DELETE FROM lesson_versions WHERE owner = 'org:acme'"
     with app_connection(seeded, "user:bob") as conn:
         assert conn.execute(delete).rowcount == 0  # a member
+        assert conn.execute(versions).rowcount == 0  # nor the org's history
     with app_connection(seeded, "user:alice") as conn:
-        assert conn.execute(delete).rowcount == 1  # its owner
+        assert conn.execute(
+            "SELECT count(*) FROM lesson_versions WHERE owner = 'org:acme'"
+        ).fetchone() == (1,)
+        assert conn.execute(delete).rowcount == 1  # its owner (the versions go by cascade)
+        assert conn.execute(
+            "SELECT count(*) FROM lesson_versions WHERE owner = 'org:acme'"
+        ).fetchone() == (0,)
 
 
 def test_a_member_leaves_an_org_on_postgres(seeded: PostgresStore) -> None:
