@@ -203,3 +203,15 @@ def test_an_invite_cannot_outlast_a_removal_or_lower_an_owner(acme: LessonServic
     acme.org_accept(CAROL, OrgAcceptParams(code=invite(acme, "carol", role="member")))
     members = {m.member: m.role for m in acme.org_members(ALICE, OrgParams(org="acme")).members}
     assert members["user:carol"] == "member"
+
+
+def test_a_binding_cannot_take_scopes_inside_another_orgs(acme: LessonService) -> None:
+    dave = local_actor(principal="user:dave", session="d")
+    acme.org_create(dave, OrgCreateParams(slug="evil"))
+    for pattern in ("repo::acme/app", "branch::acme/app::main", "repo::acme/newrepo"):
+        bind = OrgBindParams(org="evil", pattern=pattern)
+        assert code_of(lambda b=bind: acme.org_bind(dave, b)) == "conflict", pattern
+    write(acme, ALICE, "branch::acme/app::main", "Still acme's")  # not rerouted to evil
+    assert read(acme, ALICE, "branch::acme/app::main").owner == {"org": "acme"}
+    elsewhere = acme.org_bind(dave, OrgBindParams(org="evil", pattern="repo::evil/*"))
+    assert elsewhere.bound  # the control: a pattern outside acme's binding

@@ -16,7 +16,7 @@ import uuid
 from datetime import timedelta
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import normalise_pattern
+from lorestore.auth.tokens import normalise_pattern, pattern_within
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
 from lorestore.models import (
@@ -229,6 +229,18 @@ class OrgOperations(ServiceBase):
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             self._require_org_admin(tx, actor, org)
             if bind:
+                # Inside another org's binding, a narrower one would win ("most specific") and
+                # take that org's scopes from it: a repository it covers, a branch of one.
+                for other in tx.bindings_for(actor.principal):
+                    if other.org != org and pattern_within(pattern, (other.pattern,)):
+                        raise LorestoreError(
+                            "conflict",
+                            f"{pattern} falls under {other.pattern}, bound to {other.org}; "
+                            f"bound to {org} it would take those scopes from {other.org}",
+                            hint=f"ask an admin of {other.org} to unbind {other.pattern} first, "
+                            "or bind a pattern outside it",
+                            details={"pattern": pattern, "bound": other.pattern, "org": other.org},
+                        )
                 if tx.scopes_held_by_others(org, actor.principal, _claim(pattern)):
                     raise LorestoreError(
                         "conflict",
