@@ -492,3 +492,13 @@ def test_an_agent_cannot_relabel_or_expire_a_verified_lesson(service: LessonServ
     assert seen.result == "seen" and seen.lesson.seen_count == 2
     relabelled = write(service, "Keep migrations reversible", tags=["db"], actor=PERSON)
     assert relabelled.lesson.tags == ["db"]  # a person may
+
+
+def test_valid_at_never_answers_a_value_rejected_since(service: LessonService) -> None:
+    write(service, "Python 3.8 is required", key="py")
+    reject(service, key="py", reason="never true")
+    write(service, "Python 3.11 is required", key="py", valid_from="2025-01-01T00:00:00Z")
+    then = "2020-01-01T00:00:00Z"
+    assert code_of(lambda: read(service, "py", valid_at=then)) == "not_found"
+    now = read(service, "py", valid_at="2026-06-01T00:00:00Z")  # the control: what holds now
+    assert now.value == "Python 3.11 is required"

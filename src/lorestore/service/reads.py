@@ -42,6 +42,7 @@ from lorestore.models import (
     SearchResult,
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
+from lorestore.service.writes import check_tombstone
 from lorestore.storage.protocol import AuditFilter
 
 
@@ -80,6 +81,17 @@ class ReadOperations(ServiceBase):
                 then["trust"] = trust_as_of(events) or lesson.trust
                 if lesson.review is not None and lesson.review.at > as_of:
                     then["review"] = None
+            if version is not None and valid_at is not None and as_of is None:
+                # What was true then: a value rejected since never was (as of now).
+                try:
+                    check_tombstone(tx, owner, parse_scope(scope), version.value_digest)
+                except LorestoreError as rejected:
+                    raise LorestoreError(
+                        "not_found",
+                        f"the value {scope} / {key} held at that time was rejected since: "
+                        f"{rejected.message}",
+                        details={"valid_at": valid_at, "version": version.version},
+                    ) from None
         if version is None:
             raise LorestoreError(
                 "not_found",
