@@ -156,7 +156,7 @@ def _resolved(cwd: str | Path, given: Any, option: str) -> Any:
         raise LorestoreError(
             "invalid_argument",
             f"{option} {given!r} is not a commit hash, nor a ref git resolves here",
-            hint="pass a commit hash (7 to 64 hex digits), or a ref such as HEAD~1",
+            hint="pass a commit hash, or a ref git knows here such as HEAD~1 or a branch",
         )
     return commit
 
