@@ -502,3 +502,18 @@ def test_valid_at_never_answers_a_value_rejected_since(service: LessonService) -
     assert code_of(lambda: read(service, "py", valid_at=then)) == "not_found"
     now = read(service, "py", valid_at="2026-06-01T00:00:00Z")  # the control: what holds now
     assert now.value == "Python 3.11 is required"
+
+
+def test_an_expiry_sent_again_with_a_pending_proposal_is_audited(service: LessonService) -> None:
+
+    write(service, "Verified value", actor=PERSON)
+    verify(service)
+    write(service, "A new proposal", actor=PERSON)
+    again = write(service, "A new proposal", actor=PERSON, ttl_days=5)
+    assert again.result == "proposed" and again.lesson.expires_at is not None
+    events = service.memory_audit(PERSON, AuditParams(scope=S, key="k")).events
+    assert events[0].action == "write.expiry"
+    assert events[0].detail["expires_at"] == {"before": None, "after": again.lesson.expires_at}
+    same = write(service, "A new proposal", actor=PERSON)  # the control: nothing changed
+    assert same.result == "proposed"
+    assert len(service.memory_audit(PERSON, AuditParams(scope=S, key="k")).events) == len(events)

@@ -320,6 +320,18 @@ class WriteOperations(ServiceBase):
             if proposal is not None and proposal.value_digest == digest:
                 if served.expires_at != lesson.expires_at:
                     tx.save_lesson(stored.pk, served, stored.value_digest, pending)
+                    version = (lesson.version, stored.value_digest)
+                    self._audit(  # the expiry changed, and every change leaves an event
+                        tx,
+                        actor,
+                        "write.expiry",
+                        served,
+                        before=version,
+                        after=version,
+                        detail={
+                            "expires_at": {"before": lesson.expires_at, "after": served.expires_at}
+                        },
+                    )
                     return WriteResult(result="proposed", lesson=served)
                 return WriteResult(result="proposed", lesson=lesson)
             tx.set_version_state(stored.pk, pending, "superseded")
