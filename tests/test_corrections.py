@@ -505,7 +505,6 @@ def test_valid_at_never_answers_a_value_rejected_since(service: LessonService) -
 
 
 def test_an_expiry_sent_again_with_a_pending_proposal_is_audited(service: LessonService) -> None:
-
     write(service, "Verified value", actor=PERSON)
     verify(service)
     write(service, "A new proposal", actor=PERSON)
