@@ -4,6 +4,8 @@ for the user they name, and a removed member stops seeing the org's lessons."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tests.conftest import set_cap
 
@@ -215,3 +217,25 @@ def test_a_binding_cannot_take_scopes_inside_another_orgs(acme: LessonService) -
     assert read(acme, ALICE, "branch::acme/app::main").owner == {"org": "acme"}
     elsewhere = acme.org_bind(dave, OrgBindParams(org="evil", pattern="repo::evil/*"))
     assert elsewhere.bound  # the control: a pattern outside acme's binding
+
+
+def test_org_and_token_changes_are_audited(acme: LessonService) -> None:
+    """Who may act for an org, which scopes it owns and which tokens exist are changes like
+    any other: each leaves an event, in the org's chain or the actor's, and the chains hold."""
+    from lorestore.models import AuditParams, NoParams, TokenRevokeParams
+
+    acme.org_accept(BOB, OrgAcceptParams(code=invite(acme, "bob")))
+    acme.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme2/*"))
+    acme.org_unbind(ALICE, OrgBindParams(org="acme", pattern="repo::acme2/*"))
+    acme.org_remove(ALICE, OrgMemberParams(org="acme", user="bob"))
+    made = acme.token_create(ALICE, TokenCreateParams(name="ci", permission="read")).info
+    acme.token_revoke(ALICE, TokenRevokeParams(id=made.id))
+    actions = [e.action for e in acme.memory_audit(ALICE, AuditParams()).events]
+    for action in ("org.create", "org.bind", "org.invite", "org.unbind", "org.remove"):
+        assert action in actions, action
+    assert "token.create" in actions and "token.revoke" in actions
+    details = json.dumps([e.detail for e in acme.memory_audit(ALICE, AuditParams()).events])
+    assert "lst_" not in details  # a token's secret never
+    bobs = [e.action for e in acme.memory_audit(BOB, AuditParams()).events]
+    assert "org.accept" in bobs  # in the new member's own chain
+    assert acme.audit_verify(ALICE, NoParams()).ok and acme.audit_verify(BOB, NoParams()).ok

@@ -105,6 +105,7 @@ class OrgOperations(ServiceBase):
                     f"{org} already exists",
                     hint="pick another slug, or ask its admins for an invite",
                 )
+            self._audit(tx, actor, "org.create", None, owner=org, detail={"org": org})
         return OrgInfo(org=org, role="owner")
 
     def org_list(self, actor: Actor, p: NoParams) -> OrgListResult:
@@ -154,6 +155,8 @@ class OrgOperations(ServiceBase):
             if p.role == "owner" and self._role(tx, actor, org) != "owner":
                 raise LorestoreError("forbidden", "only an owner can invite another owner")
             tx.insert_invite(invite, _code_hash(code))
+            detail = {"org": org, "invite": invite.id, "invitee": invitee, "role": p.role}
+            self._audit(tx, actor, "org.invite", None, owner=org, detail=detail)
         return OrgInviteResult(
             code=code, org=org, invitee=invitee, role=p.role, expires_at=invite.expires_at
         )
@@ -180,6 +183,10 @@ class OrgOperations(ServiceBase):
                     hint="an invite only raises a role; an owner changes roles",
                     details={"org": org, "role": held, "invited_as": role},
                 )
+            detail = {"org": org, "member": actor.principal, "role": role, "before": held}
+            # The new member's own chain: a viewer may not write the org's (its invite is
+            # there, in the inviter's event).
+            self._audit(tx, actor, "org.accept", None, owner=actor.principal, detail=detail)
         return OrgInfo(org=org, role=role)
 
     def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:
@@ -205,6 +212,12 @@ class OrgOperations(ServiceBase):
                     f"{member} is the last owner of {org}",
                     hint="make someone else an owner first",
                 )
+            # An admin's removal in the org's chain; a member leaving, in their own (a viewer
+            # may not write the org's).
+            role = {m.member: m.role for m in members}.get(member)
+            chain = actor.principal if member == actor.principal else org
+            detail = {"org": org, "member": member, "role": role}
+            self._audit(tx, actor, "org.remove", None, owner=chain, detail=detail)
             if not tx.remove_member(org, member):
                 raise LorestoreError("not_found", f"{member} is not a member of {org}")
             remaining = tx.org_members(org) if member != actor.principal else []
@@ -258,4 +271,6 @@ class OrgOperations(ServiceBase):
                     )
             elif not tx.delete_binding(org, pattern):
                 raise LorestoreError("not_found", f"{pattern} is not bound to {org}")
+            action = "org.bind" if bind else "org.unbind"  # which tenant owns a scope: audited
+            self._audit(tx, actor, action, None, owner=org, detail={"org": org, "pattern": pattern})
         return OrgBindingResult(org=org, pattern=pattern, bound=bind)

@@ -157,6 +157,15 @@ class TokenOperations(ServiceBase):
         )
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             tx.insert_token(record, hash_token(secret))
+            detail = {  # what the token may do; never its secret or hash
+                "token": record.id,
+                "name": name,
+                "permission": p.permission,
+                "scopes": None if scopes is None else list(scopes),
+                "orgs": None if orgs is None else list(orgs),
+                "expires_at": expires_at,
+            }
+            self._audit(tx, actor, "token.create", None, owner=actor.principal, detail=detail)
         return TokenCreateResult(token=secret, info=_info(record))
 
     def token_list(self, actor: Actor, p: NoParams) -> TokenListResult:
@@ -180,6 +189,8 @@ class TokenOperations(ServiceBase):
                     "first 8 characters, which are enough)",
                 )
             tokens = {t.id: t for t in tx.list_tokens(actor.principal)}
+            detail = {"token": ident, "name": tokens[ident].name}
+            self._audit(tx, actor, "token.revoke", None, owner=actor.principal, detail=detail)
         return _info(tokens[ident])
 
     def _count_request(self, record: TokenRecord, now: datetime) -> None:
