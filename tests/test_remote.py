@@ -4,12 +4,15 @@ the same exit codes as on the server's store locally."""
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -212,3 +215,57 @@ def test_a_remote_import_prints_the_problems_a_local_one_does(both: Both, tmp_pa
     source.write_text("\n".join([good % (1, 1, 1), "{not json", good % (2, 2, 2)]) + "\n")
     result = both.same("import", str(source), "--dry-run")  # stdout, stderr, exit alike
     assert "invalid_record" in result.stderr and "line 2" in result.stderr
+
+
+def test_remote_mode_carries_a_non_ascii_agent_and_refuses_a_control_character(
+    both: Both, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LORESTORE_URL", both.server.url)
+    monkeypatch.setenv("LORESTORE_TOKEN", both.token)
+    monkeypatch.setenv("LORESTORE_AGENT", "clāude")
+    written = both.cli("write", S, "agent", "v", "--json")
+    assert written.exit_code == 0, written.stderr
+    assert written.json()["lesson"]["source"]["agent"] == "clāude"  # as local mode stores it
+    monkeypatch.setenv("LORESTORE_AGENT", "bad\r\nX-Injected: 1")
+    refused = both.cli("write", S, "agent2", "v", "--json")
+    assert refused.exit_code == 1 and refused.error()["code"] == "config_error"
+    assert "LORESTORE_AGENT" in refused.error()["message"]
+
+
+def test_deeply_nested_json_is_bad_input_everywhere(both: Both, tmp_path: Path) -> None:
+    from lorestore.transports.mcp.stdio import mend_line
+
+    deep = "[" * 5000 + '"\\ud83d"' + "]" * 5000
+    assert mend_line(deep) == deep  # left to the SDK, which drops it; the server lives on
+    response = httpx2.post(
+        f"{both.server.url}/api/v1/memory_write",
+        content=deep,
+        headers={"Authorization": f"Bearer {both.token}"},
+    )
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_argument"
+    good = json.dumps(
+        {
+            "type": "lesson",
+            "id": str(uuid.uuid4()),
+            "scope": S,
+            "key": "ok",
+            "value": "lands",
+            "version": 1,
+            "recorded_at": "2026-01-01T00:00:00Z",
+            "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z",
+        }
+    )
+    header = json.dumps(
+        {
+            "format": "lorestore-jsonl",
+            "version": 1,
+            "exported_at": "2026-01-01T00:00:00Z",
+            "source": {},
+        }
+    )
+    path = tmp_path / "deep.jsonl"
+    path.write_text(f"{header}\n{'[' * 5000}{']' * 5000}\n{good}\n")
+    result = both.cli("import", str(path), "--json")
+    assert result.exit_code == 1 and result.json()["invalid"] == 1  # the line, named
+    assert result.json()["lessons"]["added"] == 1  # and the rest lands

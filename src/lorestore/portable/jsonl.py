@@ -105,6 +105,8 @@ def decode(number: int, raw: bytes | None) -> Incoming | None:
         value = _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError) as exc:
         return Incoming(line=number, error=f"not a JSON object: {exc}")
+    except RecursionError:
+        return Incoming(line=number, error="not a JSON object: nested too deeply")
     if not isinstance(value, dict):
         return Incoming(line=number, error="a line must hold one JSON object")
     if "\\u" in text and not _storable(value):

@@ -13,7 +13,7 @@ from lorestore import __version__
 from lorestore.core.errors import KNOWN_CODES, LorestoreError
 from lorestore.models import Params, Result
 from lorestore.operations import Operation
-from lorestore.transports.http import AGENT_HEADER, API_PREFIX, SESSION_HEADER
+from lorestore.transports.http import API_PREFIX, caller_headers
 
 TIMEOUT_SECONDS = 60.0
 
@@ -36,11 +36,9 @@ class RemoteClient:
             "User-Agent": f"lorestore/{__version__}",
             "Content-Type": "application/json",
         }
-        if session:
-            headers[SESSION_HEADER] = session
-        if agent:
-            headers[AGENT_HEADER] = agent
-        self._http = httpx2.Client(base_url=url, headers=headers, timeout=timeout)
+        self._http = httpx2.Client(
+            base_url=url, headers=caller_headers(headers, session, agent), timeout=timeout
+        )
 
     def invoke(self, op: Operation, params: Params) -> Result:
         """POST the operation's arguments as set by the caller; the server applies defaults."""

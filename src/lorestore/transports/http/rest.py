@@ -64,7 +64,7 @@ async def _params(op: Operation, request: Request) -> Params:
             raise invalid_arguments(op.name, exc) from None
         try:  # JSON pydantic's parser refuses but JSON allows: a lone surrogate escape, which
             data = json.loads(raw)  # the field's own check then refuses as the CLI and MCP do
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past any parser's depth
             raise invalid_arguments(op.name, exc) from None
         return op.parse(data)
 

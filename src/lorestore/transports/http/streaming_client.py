@@ -13,7 +13,7 @@ from lorestore import __version__
 from lorestore.core.errors import LorestoreError
 from lorestore.portable.jsonl import MEDIA_TYPE
 from lorestore.portable.models import ExportParams, ImportParams, ImportResult
-from lorestore.transports.http import AGENT_HEADER, API_PREFIX, SESSION_HEADER
+from lorestore.transports.http import API_PREFIX, caller_headers
 from lorestore.transports.http.client import error_from
 
 # An import answers once the whole body is read and applied; allow for a large file.
@@ -26,11 +26,9 @@ class StreamingClient:
     ) -> None:
         self.url = url
         headers = {"Authorization": f"Bearer {token}", "User-Agent": f"lorestore/{__version__}"}
-        if session:
-            headers[SESSION_HEADER] = session
-        if agent:
-            headers[AGENT_HEADER] = agent
-        self._http = httpx2.Client(base_url=url, headers=headers, timeout=TIMEOUT_SECONDS)
+        self._http = httpx2.Client(
+            base_url=url, headers=caller_headers(headers, session, agent), timeout=TIMEOUT_SECONDS
+        )
 
     def export_chunks(self, params: ExportParams) -> Iterator[bytes]:
         """The server's export stream, chunk by chunk as it arrives."""

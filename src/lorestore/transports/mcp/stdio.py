@@ -68,8 +68,8 @@ def mend_line(line: str) -> str:
         return line
     try:
         message = json.loads(line)
-    except ValueError:
-        return line  # not JSON: the SDK answers what it can
+    except (ValueError, RecursionError):
+        return line  # not JSON (or nested past any parser's depth): the SDK answers what it can
     mended, changed = _without_lone_surrogates(message)
     return json.dumps(mended) + "\n" if changed else line
 
