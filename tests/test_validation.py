@@ -129,11 +129,11 @@ def test_normalisation_is_idempotent(text: str) -> None:
 
 
 def test_control_characters_are_unicode_category_cc_exactly() -> None:
-    from lorestore.core.validation import _has_control
+    from lorestore.core.validation import has_control
 
     for point in range(sys.maxunicode + 1):
         char = chr(point)
-        assert _has_control(f"a{char}b") == (unicodedata.category(char) == "Cc"), hex(point)
+        assert has_control(f"a{char}b") == (unicodedata.category(char) == "Cc"), hex(point)
 
 
 def test_whitespace_collapses_on_exactly_the_characters_of_regex_s() -> None:

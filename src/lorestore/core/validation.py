@@ -25,7 +25,8 @@ MAX_TTL_DAYS = 365
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _has_control(text: str) -> bool:
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (Unicode category Cc)."""
     return _CONTROL.search(text) is not None
 
 
@@ -44,7 +45,7 @@ def validate_key(key: str) -> str:
             f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}",
             hint="use a short name and put detail in the value",
         )
-    if _has_control(key):
+    if has_control(key):
         raise LorestoreError(
             "invalid_key",
             "key contains a control character (newline, tab, ...)",
@@ -107,7 +108,7 @@ def validate_tags(tags: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
                 "invalid_tags",
                 f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {MAX_TAG_CHARS}",
             )
-        if _has_control(tag) or "," in tag:
+        if has_control(tag) or "," in tag:
             raise LorestoreError(
                 "invalid_tags",
                 f"tag {tag!r} contains a comma or control character",

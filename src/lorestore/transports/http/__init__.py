@@ -16,6 +16,7 @@ def caller_headers(
     reads them so; an HTTP library would refuse non-ASCII text); a value no header line can
     carry is a configuration error, named."""
     from lorestore.core.errors import LorestoreError  # the package's constants import nothing
+    from lorestore.core.validation import has_control
 
     headers = [(name.encode(), value.encode()) for name, value in base.items()]
     for name, setting, value in (
@@ -24,7 +25,7 @@ def caller_headers(
     ):
         if not value:
             continue
-        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        if has_control(value):
             raise LorestoreError(
                 "config_error",
                 f"{setting} holds a control character, which no {name} header can carry",

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import looks_like_token
 from lorestore.core.errors import LorestoreError
+from lorestore.core.validation import has_control
 from lorestore.service import LessonService
 from lorestore.transports.http import AGENT_HEADER, OPENAPI_PATH, SESSION_HEADER
 from lorestore.transports.http.errors import error_response
@@ -65,7 +66,7 @@ def _optional_header(headers: Headers, name: str) -> str | None:
             f"the {name} header is not UTF-8 text",
             hint="send the header's value as UTF-8",
         ) from None
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+    if has_control(value):
         raise LorestoreError(
             "invalid_argument",
             f"the {name} header holds a control character",
