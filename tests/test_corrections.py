@@ -516,3 +516,59 @@ def test_an_expiry_sent_again_with_a_pending_proposal_is_audited(service: Lesson
     same = write(service, "A new proposal", actor=PERSON)  # the control: nothing changed
     assert same.result == "proposed"
     assert len(service.memory_audit(PERSON, AuditParams(scope=S, key="k")).events) == len(events)
+
+
+def test_digests_stored_before_invisible_characters_left_them_still_hold(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A store written before default-ignorable characters left the value digest holds, for a
+    value with one, the digest with it kept: in the lesson, its versions and its tombstones.
+    The same value is still its own lesson, and still rejected."""
+    import sqlite3
+
+    from lorestore.core.normalise import digest_with_ignorables, value_digest
+    from lorestore.storage.protocol import Tombstone
+    from lorestore.storage.sqlite import SQLiteStore
+
+    path = tmp_path / "lorestore.db"
+    service = LessonService(SQLiteStore(path))
+    hidden = "Start Postgres before the inte\u200bgration tests"
+    plain = hidden.replace("\u200b", "")
+    write(service, hidden, key="pg")
+    legacy = digest_with_ignorables(hidden)
+    assert legacy is not None and legacy != value_digest(hidden) == value_digest(plain)
+    raw = sqlite3.connect(path)  # make the store one written before the rule
+    (trigger,) = raw.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'lesson_versions_immutable'"
+    ).fetchone()
+    with raw:
+        raw.execute("DROP TRIGGER lesson_versions_immutable")
+        raw.execute("UPDATE lessons SET value_digest = ?", (legacy,))
+        raw.execute("UPDATE lesson_versions SET value_digest = ?", (legacy,))
+        raw.execute(trigger)
+    raw.close()
+
+    # The same text from another session is a sighting of the lesson, not a new version.
+    seen = write(service, hidden, key="pg", actor=local_agent(session="agent-2"))
+    assert seen.result == "seen" and seen.lesson.version == 1
+    # Rejecting it refuses the value in either spelling, at its key and under any other.
+    reject(service, key="pg")
+    for key, value in (("pg", hidden), ("pg", plain), ("copy", plain), ("other", hidden)):
+        assert code_of(lambda k=key, v=value: write(service, v, key=k)) == "rejected_value"
+    # A tombstone recorded before the rule (under the digest with the character kept)
+    # still refuses that value.
+    with service.store.transaction(write=True, actor="user:local") as tx:
+        tx.insert_tombstone(
+            Tombstone(
+                id="00000000-0000-4000-8000-0000000000aa",
+                owner="user:local",
+                scope=S,
+                value_digest=digest_with_ignorables("Skip the \u2060migrations check") or "",
+                reason="it hid a broken migration",
+                actor="user:reviewer",
+                created_at="2026-01-01T00:00:00.000000Z",
+            )
+        )
+    refused = code_of(lambda: write(service, "Skip the \u2060migrations check", key="m"))
+    assert refused == "rejected_value"
+    # Positive control: another value is written.
+    assert write(service, "Run the migrations check first", key="m").result == "created"
+    service.store.close()

@@ -48,6 +48,11 @@ def test_rejected_value_is_gone_and_cannot_come_back(api: Api) -> None:
         ("flaky", WRONG),
         ("other", WRONG.upper()),
         ("spaced", WRONG.replace(" ", "  ")),
+        # Invisible characters (zero-width space, soft hyphen, word joiner, BOM, bidi
+        # override) leave the text reading the same: they are no way around a rejection.
+        ("zwsp", WRONG.replace(" ", " \u200b", 1)),
+        ("shy", WRONG[:3] + "\u00ad" + WRONG[3:]),
+        ("joined", "\ufeff" + WRONG.replace(" ", "\u2060 ") + "\u202e"),
     ):
         refused = api.post("memory_write", {"scope": S, "key": key, "value": value}, token=agent)
         error = error_of(refused, 409)

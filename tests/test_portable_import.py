@@ -50,12 +50,13 @@ def test_a_rejected_value_is_refused_and_the_rest_lands(service: LessonService) 
             header(),
             line(lesson("again", "mock   the db")),  # the same value, another key, narrower
             line(lesson("fine", "Use the real database")),
+            line(lesson("hidden", "Mock\u200b the\u00ad DB")),  # invisible characters inside
         ],
     )
-    assert result.lessons.added == 1 and result.lessons.refused == 1
-    (refusal,) = result.problems
-    assert (refusal.code, refusal.line, refusal.key) == ("rejected_value", 2, "again")
-    assert "use real pg" in refusal.message and "global" in refusal.message
+    assert result.lessons.added == 1 and result.lessons.refused == 2
+    refusals = [(p.code, p.line, p.key) for p in result.problems]
+    assert refusals == [("rejected_value", 2, "again"), ("rejected_value", 4, "hidden")]
+    assert "use real pg" in result.problems[0].message and "global" in result.problems[0].message
     assert _read(service, "fine") == "Use the real database"  # the positive control
     with pytest.raises(LorestoreError) as gone:
         _read(service, "again")
@@ -274,3 +275,28 @@ def test_times_before_the_year_1000_keep_their_iso_form(service: LessonService) 
     assert b'"valid_from":"0001-01-01T00:00:00.000000Z"' in lines[1]
     again = import_lines(service, lines)
     assert (again.invalid, again.lessons.unchanged) == (0, 1)
+
+
+def test_a_version_digest_from_before_invisible_characters_left_is_accepted(
+    service: LessonService,
+) -> None:
+    """A file exported by a store written before default-ignorable characters left the value
+    digest carries, for a value with one, the digest with it kept: the record is still valid,
+    and the value is still checked against tombstones by both digests."""
+    from lorestore.core.normalise import digest_with_ignorables
+
+    value = "Use the\u200b staging database"
+    version = {
+        "version": 1,
+        "state": "accepted",
+        "value": value,
+        "value_digest": digest_with_ignorables(value),
+        "recorded_at": T0,
+        "actor": "user:local",
+    }
+    record = lesson("staging", value, versions=[version])
+    forged = lesson("forged", value, versions=[version | {"value_digest": "0" * 64}])
+    result = import_lines(service, [header(), line(record), line(forged)])
+    assert result.lessons.added == 1 and codes(result) == ["invalid_record"]
+    assert "value_digest does not match" in result.problems[0].message
+    assert _read(service, "staging") == value

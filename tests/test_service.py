@@ -333,6 +333,8 @@ def test_tombstoned_value_is_refused_in_any_form_and_narrower_scope(
         (S, "k", "Disable the flaky test"),
         (S, "other-key", "DISABLE  the\tflaky test"),
         ("branch::acme/app::main", "k", "\uff44isable the flaky test"),
+        (S, "zero-width", "Disable the fla\u200bky test"),
+        (S, "joiner", "Dis\u200dable the \u2060flaky test\ufe0f"),
     ]:
         with pytest.raises(LorestoreError) as err:
             write(service, value, key=key, scope=scope)

@@ -21,6 +21,7 @@ from typing import Any
 from lorestore.auth.actor import Actor
 from lorestore.core.audit import CHAINED_FIELDS, GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import digest_with_ignorables, value_digests
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.portable import lorekit
 from lorestore.portable.importer import Applied, Item
@@ -117,10 +118,15 @@ class _Admitted:
     lesson: Lesson
 
     def digests(self) -> list[str]:
-        """The served value's digest, and a pending proposal's: the tombstone check covers
-        both."""
-        proposed = (v.value_digest for v in self.parsed.versions or () if v.state == "proposed")
-        return [self.parsed.digest, *proposed]
+        """Every digest a store may hold for the served value and for a pending proposal's:
+        the tombstone check covers both."""
+        kept = digest_with_ignorables(self.lesson.value)
+        proposed = [v.value for v in self.parsed.versions or () if v.state == "proposed"]
+        return [
+            self.parsed.digest,
+            *([kept] if kept else []),
+            *(digest for value in proposed for digest in value_digests(value)),
+        ]
 
 
 def _refused(exc: LorestoreError) -> Applied:

@@ -45,7 +45,7 @@ class LifecycleOperations(ServiceBase):
                 return LessonResult(lesson=stored.lesson)
             if status == "active" and stored.lesson.trust != "rejected":
                 # A value rejected while this copy was archived must not come back with it.
-                check_tombstone(tx, owner, parse_scope(scope), stored.value_digest)
+                check_tombstone(tx, owner, parse_scope(scope), stored.lesson.value)
             updated = stored.lesson.model_copy(
                 update={
                     "status": status,

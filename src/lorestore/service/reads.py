@@ -84,7 +84,7 @@ class ReadOperations(ServiceBase):
             if version is not None and valid_at is not None and as_of is None:
                 # What was true then: a value rejected since never was (as of now).
                 try:
-                    check_tombstone(tx, owner, parse_scope(scope), version.value_digest)
+                    check_tombstone(tx, owner, parse_scope(scope), version.value)
                 except LorestoreError as rejected:
                     raise LorestoreError(
                         "not_found",

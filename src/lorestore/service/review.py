@@ -12,6 +12,7 @@ import uuid
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import value_digest, value_digests
 from lorestore.core.records import Lesson, LessonVersion, Review
 from lorestore.core.scope import parse_scope
 from lorestore.core.trust import transition
@@ -86,7 +87,7 @@ class ReviewOperations(ServiceBase):
         lesson = stored.lesson
         proposal = self._proposal(tx, stored)
         # The proposed value may have been rejected elsewhere since it was proposed.
-        check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), proposal.value_digest)
+        check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), proposal.value)
         tx.set_version_state(stored.pk, proposal.version, "accepted", accepted_at=review.at)
         updated = lesson.model_copy(
             update={
@@ -152,19 +153,20 @@ class ReviewOperations(ServiceBase):
                 if stored.pending_version is not None:
                     raise _pending_conflict(stored)
                 updated = self._reject(tx, actor, stored, review)
-                self._reject_copies(tx, actor, stored.lesson, stored.value_digest, review)
+                self._reject_copies(tx, actor, stored.lesson, stored.lesson.value, review)
         return LessonResult(lesson=updated)
 
     def _tombstone(
-        self, tx: Transaction, actor: Actor, lesson: Lesson, digest: str, review: Review
+        self, tx: Transaction, actor: Actor, lesson: Lesson, value: str, review: Review
     ) -> None:
-        """Remember a rejected value for the lesson's owner and scope (and narrower ones)."""
+        """Remember a rejected value for the lesson's owner and scope (and narrower ones), by
+        its digest under today's normalisation (the one every value written is checked by)."""
         tx.insert_tombstone(
             Tombstone(
                 id=str(uuid.uuid4()),
                 owner=owner_key(lesson),
                 scope=lesson.scope,
-                value_digest=digest,
+                value_digest=value_digest(value),
                 reason=review.note or "",
                 actor=actor.principal,
                 created_at=review.at,
@@ -190,7 +192,7 @@ class ReviewOperations(ServiceBase):
         )
         tx.save_lesson(stored.pk, updated, stored.value_digest, None)
         if action == "reject":
-            self._tombstone(tx, actor, lesson, stored.value_digest, review)
+            self._tombstone(tx, actor, lesson, lesson.value, review)
         version = (lesson.version, stored.value_digest)
         self._audit(
             tx,
@@ -205,13 +207,18 @@ class ReviewOperations(ServiceBase):
         return updated
 
     def _reject_copies(
-        self, tx: Transaction, actor: Actor, lesson: Lesson, digest: str, review: Review
+        self, tx: Transaction, actor: Actor, lesson: Lesson, value: str, review: Review
     ) -> None:
-        """The value ``digest`` already stored at ``lesson``'s scope or a narrower one (under
-        another key, or at another scope) is rejected too, so the correction holds for copies
-        written before it."""
+        """The value already stored at ``lesson``'s scope or a narrower one (under another
+        key, or at another scope, under any digest a store may hold for it) is rejected too,
+        so the correction holds for copies written before it."""
         tomb_scope = lesson.scope
-        for other in tx.lessons_with_digest(owner_key(lesson), digest):
+        copies = {
+            other.lesson.id: other
+            for digest in value_digests(value)
+            for other in tx.lessons_with_digest(owner_key(lesson), digest)
+        }
+        for other in copies.values():
             if other.lesson.id == lesson.id or other.lesson.trust == "rejected":
                 continue
             other_scope = parse_scope(other.lesson.scope)
@@ -227,8 +234,8 @@ class ReviewOperations(ServiceBase):
     ) -> Lesson:
         proposal = self._proposal(tx, stored)
         tx.set_version_state(stored.pk, proposal.version, "rejected")
-        self._tombstone(tx, actor, stored.lesson, proposal.value_digest, review)
-        self._reject_copies(tx, actor, stored.lesson, proposal.value_digest, review)
+        self._tombstone(tx, actor, stored.lesson, proposal.value, review)
+        self._reject_copies(tx, actor, stored.lesson, proposal.value, review)
         updated = stored.lesson.model_copy(
             update={"pending_revision": False, "updated_at": review.at}
         )
@@ -249,16 +256,19 @@ class ReviewOperations(ServiceBase):
     ) -> Lesson:
         lesson = stored.lesson
         trust = transition(lesson.trust, "undo_reject")
-        lifted = tx.lift_tombstones(
-            owner_key(lesson),
-            lesson.scope,
-            stored.value_digest,
-            lifted_by=actor.principal,
-            at=review.at,
-            reason=review.note or "",
+        lifted = sum(
+            tx.lift_tombstones(
+                owner_key(lesson),
+                lesson.scope,
+                digest,
+                lifted_by=actor.principal,
+                at=review.at,
+                reason=review.note or "",
+            )
+            for digest in value_digests(lesson.value)
         )
         try:  # a rejection made further up still holds the value: lift it there, not here
-            check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), stored.value_digest)
+            check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), lesson.value)
         except LorestoreError as still:
             raise LorestoreError(
                 "conflict",

@@ -17,7 +17,7 @@ from typing import Any
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
-from lorestore.core.normalise import value_digest
+from lorestore.core.normalise import value_digest, value_digests
 from lorestore.core.records import Dependency, Lesson, Source, format_ts, normalise_ts
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import (
@@ -32,12 +32,14 @@ from lorestore.service.base import ServiceBase, bounded, is_expired, owner_dict,
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
-def check_tombstone(tx: Transaction, owner: str, scope: Scope, digest: str) -> None:
-    """Refuse a value rejected at this scope or any broader one, in any case or form."""
+def check_tombstone(tx: Transaction, owner: str, scope: Scope, value: str) -> None:
+    """Refuse a value rejected at this scope or any broader one, in any case or form (under
+    any digest a store may hold for it)."""
     scopes = [scope.text, *(s.text for s in scope.broader())]
-    tomb = tx.find_tombstone(owner, scopes, digest)
-    if tomb is not None:
-        raise rejected_value(tomb)
+    for digest in value_digests(value):
+        tomb = tx.find_tombstone(owner, scopes, digest)
+        if tomb is not None:
+            raise rejected_value(tomb)
 
 
 def rejected_value(tomb: Tombstone) -> LorestoreError:
@@ -129,7 +131,7 @@ class WriteOperations(ServiceBase):
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope.text, write=True)
             tx.lock_corrections(owner, exclusive=False)
-            check_tombstone(tx, owner, scope, digest)
+            check_tombstone(tx, owner, scope, value)
             stored = tx.lesson_at(owner, scope.text, key)
             self._check_if_version(p.if_version, stored)
             if stored is None:
@@ -166,7 +168,8 @@ class WriteOperations(ServiceBase):
             }
             if tags is not None:
                 changes["tags"] = tags
-            if digest == stored.value_digest:
+            # The stored digest may predate a change of the normalisation: compare the texts'.
+            if digest == stored.value_digest or digest == value_digest(current.value):
                 self._check_curation(actor, current, changes)
                 return self._seen(tx, actor, stored, session, changes, now)
             changes |= {
@@ -317,7 +320,7 @@ class WriteOperations(ServiceBase):
         )
         if pending is not None:
             proposal = tx.version(stored.pk, lesson.id, pending)
-            if proposal is not None and proposal.value_digest == digest:
+            if proposal is not None and value_digest(proposal.value) == digest:
                 if served.expires_at != lesson.expires_at:
                     tx.save_lesson(stored.pk, served, stored.value_digest, pending)
                     version = (lesson.version, stored.value_digest)
