@@ -39,7 +39,7 @@ from typer.testing import CliRunner
 from lorestore.auth.actor import Actor
 from lorestore.cli.main import app
 from lorestore.core.errors import LorestoreError
-from lorestore.models import Address, NoParams, ReadParams, RejectParams, SearchParams
+from lorestore.models import Address, ListParams, NoParams, ReadParams, RejectParams, SearchParams
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.postgres.setup import init_database
@@ -330,6 +330,41 @@ def test_address_held_by_another_lesson_is_refused(
     assert reasons == ["address_taken", "audit_chain_diverged"]
     assert read_value(there, LOCAL, "global", "k") == "The target's own lesson."
     assert read_value(there, LOCAL, "global", "k2") == "Another source lesson."
+    target.close()
+
+
+def test_a_lesson_where_the_target_routes_its_scope_to_another_org_is_refused(
+    tmp_path: Path, pg: tuple[str, str], clock: Clock
+) -> None:
+    from lorestore.models import OrgBindParams, OrgCreateParams
+
+    path = tmp_path / "source.db"
+    store = SQLiteStore(path)
+    service = LessonService(store, clock=clock)
+    write(service, BOB, "repo::acme/web", "deploy", "Bob's own note on deploying acme/web.")
+    write(service, BOB, "branch::acme/web::main", "ci", "Bob's note on main's CI.")
+    write(service, BOB, "repo::bob/dotfiles", "shell", "Use zsh.")
+    store.close()
+    target = PostgresStore(pg[1], max_size=2)
+    there = LessonService(target, clock=clock)
+    there.org_create(ALICE, OrgCreateParams(slug="acme", name="Acme"))
+    there.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+
+    report = migrate(sqlite_url(path), pg[0])
+    refusals = sorted(
+        (r["details"]["scope"], r["reason"], r["details"]["target_org"])
+        for r in report["refused"]
+        if r["table"] == "lessons"
+    )
+    # Copied, both would sit in org:acme's territory as Bob's, out of Bob's reach (reads of
+    # the scope go to the org, of which he is no member) and never the org's.
+    assert refusals == [
+        ("branch::acme/web::main", "scope_bound", "org:acme"),
+        ("repo::acme/web", "scope_bound", "org:acme"),
+    ]
+    assert counts_of(report, "copied")["lessons"] == 1
+    assert read_value(there, BOB, "repo::bob/dotfiles", "shell") == "Use zsh."  # the control
+    assert there.memory_list(ALICE, ListParams(scope="repo::acme/web")).lessons == []
     target.close()
 
 

@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import value_digests
 from lorestore.core.scope import parse_scope
 from lorestore.storage.rows import dumps
 
@@ -137,11 +139,13 @@ class Reconciler:
             return "refused"
         if table.name == "lessons":
             self._landed.add(row["id"])
+        elif table.name == "scope_bindings":
+            self.snapshot.note(table.name, row)  # it routes the lessons copied after it
         return "copied"
 
     def _guard(self, table: str, row: Row) -> Refusal | None:
         if table == "lessons":
-            return self._tombstoned(row) or self._address_taken(row)
+            return self._tombstoned(row) or self._address_taken(row) or self._bound(row)
         if table == "scope_bindings":
             org = self.snapshot.patterns.get(row["pattern"])
             if org is not None:
@@ -159,7 +163,9 @@ class Reconciler:
         unless the lesson is itself a rejected record (it serves nothing)."""
         if row["trust"] == "rejected":
             return None
-        live = self.snapshot.tombstones.get((row["owner"], row["value_digest"]))
+        # The stored digest, and every digest the target may hold for the value.
+        digests = dict.fromkeys([row["value_digest"], *value_digests(row["value"])])
+        live = [t for d in digests for t in self.snapshot.tombstones.get((row["owner"], d), ())]
         if not live:
             return None
         ladder = _ladder(row["scope"])
@@ -187,6 +193,30 @@ class Reconciler:
             f"{row['owner']} {row['scope']} / {row['key']} is held in the target by another "
             f"lesson ({other})",
             _where(row) | {"target_lesson": other},
+        )
+
+    def _bound(self, row: Row) -> Refusal | None:
+        """A lesson at a scope the target routes to another org (its most specific binding,
+        as every operation resolves it) would be out of its owner's reach there: reads and
+        writes of that scope go to the org."""
+        try:
+            scope = parse_scope(row["scope"])
+        except LorestoreError:
+            return None
+        matches = [p for p in self.snapshot.patterns if scope_allowed((p,), scope)]
+        if not matches:
+            return None
+        pattern = min(matches, key=lambda p: ("*" in p, -len(p)))
+        org = self.snapshot.patterns[pattern]
+        if org == row["owner"]:
+            return None
+        return Refusal(
+            "lessons",
+            row["id"],
+            "scope_bound",
+            f"{row['owner']} {row['scope']} / {row['key']}: the target binds {pattern} to "
+            f"{org}, so there this lesson would be out of {row['owner']}'s reach",
+            _where(row) | {"pattern": pattern, "target_org": org},
         )
 
     def _audit(self, row: Row) -> Outcome:
