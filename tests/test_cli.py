@@ -165,6 +165,21 @@ def test_db_cap_limits_active_lessons(cli: Cli) -> None:
     assert cli("db", "cap", "nobody", "2", "--json").exit_code == 2
 
 
+def test_db_cap_on_a_fresh_postgres_database(cli: Cli, pg_template, pg_database) -> None:  # type: ignore[no-untyped-def]
+    from tests.migrating import pg_url
+
+    url = pg_url(pg_template.admin_url(pg_database))
+    # A user that has not written yet is named, and capped (it was a foreign-key traceback).
+    capped = cli.ok("db", "cap", "user:newcomer", "3", "--database-url", url)
+    assert capped == {"owner": "user:newcomer", "max_active": 3}
+    missing = cli("db", "cap", "org:nowhere", "3", "--database-url", url, "--json")
+    assert missing.exit_code == 1 and missing.error()["code"] == "not_found"
+    assert "nowhere" in missing.error()["message"]
+    # The same on SQLite: no cap recorded for an org that does not exist.
+    missing = cli("db", "cap", "org:nowhere", "3", "--json")
+    assert missing.exit_code == 1 and missing.error()["code"] == "not_found"
+
+
 def test_db_cap_refuses_to_act_on_a_local_file_when_a_server_is_configured(
     cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -63,3 +63,25 @@ def test_rejected_value_is_gone_and_cannot_come_back(api: Api) -> None:
         ]
         == "updated"
     )
+
+
+def test_an_agent_cannot_archive_a_verified_lesson_into_the_purge(api: Api) -> None:
+    """Archived lessons are erased by the purge sweep after the retention: archiving a
+    verified lesson is a reviewer's call, as setting it to expire is."""
+    agent, reviewer = api.mint(permission="write"), api.mint(permission="review")
+    api.ok("memory_write", {"scope": S, "key": "kept", "value": RIGHT}, token=agent)
+    api.ok("memory_verify", {"scope": S, "key": "kept"}, token=reviewer)
+    refused = api.post("memory_archive", {"scope": S, "key": "kept"}, token=agent)
+    error = error_of(refused, 403)
+    assert error["code"] == "forbidden" and "dispute" in error["hint"]
+    lesson = api.ok("memory_read", {"scope": S, "key": "kept"})["lesson"]
+    assert (lesson["status"], lesson["trust"]) == ("active", "verified")
+    # Positive controls: the agent archives a candidate; a reviewer archives the verified one.
+    api.ok("memory_write", {"scope": S, "key": "draft", "value": WRONG}, token=agent)
+    archived = api.ok("memory_archive", {"scope": S, "key": "draft"}, token=agent)
+    assert archived["lesson"]["status"] == "archived"
+    archived = api.ok("memory_archive", {"scope": S, "key": "kept"}, token=reviewer)
+    assert archived["lesson"]["status"] == "archived"
+    # A lesson that is not there at all is not "not active".
+    missing = error_of(api.post("memory_restore", {"scope": S, "key": "nope"}, token=agent), 404)
+    assert missing["message"] == f"no lesson at {S} / nope"

@@ -261,7 +261,10 @@ def test_sweeps_reach_every_tenant(store, clock) -> None:  # type: ignore[no-unt
             "kept"
         )  # positive control: what is not due stays
         events = service.memory_audit(actor, AuditParams(scope=scope)).events
-        assert "purge_expired" in [e.action for e in events]
+        (purge,) = [e for e in events if e.action == "purge_expired"]
+        # An owner's erasures name who ran the maintenance (user:local), not the owner alone.
+        assert purge.actor == ("org:acme" if scope == "repo::acme/app" else actor.owner)
+        assert purge.detail.get("by") == (None if actor is local else "user:local")
     assert service.audit_verify(alice, NoParams()).ok
     again = Maintenance(service).maintain(local, SweepPlan())
     assert again.others == [] and again.sweeps[0].purged == 0

@@ -300,3 +300,23 @@ def test_a_lesson_without_extension_fields_is_written_as_the_json_module_writes_
     assert b'"x_score":1e-07' in by_key["ext"]  # the control: a foreign float keeps its spelling
     record = jsonl.PlainRecord(value=EVERY_CHARACTER, n=[1, True, None, 2**40])
     assert jsonl.encode(record) == jsonl.encode(dict(record))
+
+
+def test_an_archived_lesson_without_archived_at_is_an_invalid_line(
+    service: LessonService,
+) -> None:
+    """The purge sweep counts an archived lesson's retention from archived_at: without it the
+    lesson would never be purged."""
+    then = "2026-01-02T00:00:00.000000Z"
+    result, problems = _invalid(
+        service, [line(lesson("timeless", "archived, but when?", status="archived"))]
+    )
+    assert [n for n, _ in problems] == [3]
+    assert "archived_at" in problems[0][1]
+    assert result.lessons.added == 2
+    # The control: with the time it was archived, it lands archived.
+    kept = import_lines(
+        service,
+        [header(), line(lesson("dated", "archived then", status="archived", archived_at=then))],
+    )
+    assert kept.lessons.added == 1 and not kept.problems

@@ -533,3 +533,24 @@ def test_sqlite_records_built_in_sql_equal_the_rows_they_come_from(tmp_path) -> 
         }
     finally:
         store.close()
+
+
+def test_a_sighting_with_another_window_is_refused_not_dropped(service: LessonService) -> None:
+    first = write(
+        service, "Deploys freeze on Fridays", valid_from="2020-01-01", valid_to="2030-01-01"
+    )
+    window = (first.lesson.valid_from, first.lesson.valid_to)
+    for bounds in ({"valid_to": "2021-01-01"}, {"valid_from": "2019-01-01"}):
+        with pytest.raises(LorestoreError) as err:
+            write(service, "deploys freeze on fridays", session="s-2", **bounds)
+        assert err.value.code == "invalid_argument"
+        assert "archive" in (err.value.hint or "")
+        lesson = read(service)
+        assert (lesson.version, lesson.seen_count) == (1, first.lesson.seen_count)
+        assert (lesson.valid_from, lesson.valid_to) == window
+    # Positive controls: the same window, or none, is a sighting; a new value takes a window.
+    seen = write(service, "Deploys freeze on Fridays", session="s-3", valid_to="2030-01-01")
+    assert seen.result == "seen" and (seen.lesson.valid_from, seen.lesson.valid_to) == window
+    assert write(service, "Deploys freeze on Fridays", session="s-4").result == "seen"
+    updated = write(service, "Deploys freeze on Fridays until 2021", valid_to="2021-01-01")
+    assert updated.result == "updated" and updated.lesson.valid_to.startswith("2021-01-01")

@@ -27,6 +27,9 @@ class Actor:
     orgs: tuple[str, ...] | None = None  # a token's orgs ('org:slug'); None: unrestricted
     token_id: str | None = None
     token_expires_at: str | None = None  # a token's own expiry: the tokens it makes end by then
+    # Who runs an operation in this actor's name (maintenance sweeping another owner's
+    # lessons as that owner): the audit records them beside the owner.
+    delegated_by: str | None = None
 
     def can(self, permission: Permission) -> bool:
         return permission in self.permissions or "admin" in self.permissions

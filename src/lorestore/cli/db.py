@@ -137,8 +137,17 @@ def cap_command(
             )
         store = open_store(settings)
         try:
-            with store.transaction(write=True) as tx:
-                tx.set_max_active(f"{kind}:{name}", limit)
+            target = f"{kind}:{name}"
+            # A user is a principal from the first time it acts or is named: the transaction
+            # registers it, as it does an actor's first write (both backends).
+            with store.transaction(write=True, actor=target if kind == "user" else None) as tx:
+                if kind == "org" and not tx.org_members(target):  # an org has an owner
+                    raise LorestoreError(
+                        "not_found",
+                        f"there is no org {name} in this database",
+                        hint="check the slug (lorestore org list), or create the org first",
+                    )
+                tx.set_max_active(target, limit)
         finally:
             store.close()
     except LorestoreError as error:

@@ -73,10 +73,11 @@ class LorestoreError(Exception):
         return f"LorestoreError({self.code!r}, {self.message!r})"
 
 
-def not_found(scope: str, key: str) -> LorestoreError:
+def not_found(scope: str, key: str, *, active: bool = True) -> LorestoreError:
+    """No lesson served at the address (``active``), or none there in any state."""
     return LorestoreError(
         "not_found",
-        f"no active lesson at {scope} / {key}",
+        f"no {'active ' if active else ''}lesson at {scope} / {key}",
         hint="list the scope with `lorestore list SCOPE` to see what is there",
         details={"scope": scope, "key": key},
     )

@@ -229,6 +229,10 @@ def parse_lesson(record: Mapping[str, Any], *, derive_id: bool = False) -> Parse
     _check_dependencies(known.get("depends_on"))
     lesson: Lesson = _validated(Lesson, known)
     _check_counts(lesson)
+    if lesson.status == "archived" and lesson.archived_at is None:
+        raise RecordError(
+            "an archived lesson needs archived_at: the purge sweep counts its retention from it"
+        )
     digest = value_digest(lesson.value)
     if versions_raw is None:
         return ParsedLesson(lesson, digest, None, None, derive_id, bool(pending_flag))

@@ -234,7 +234,7 @@ class ServiceBase:
     def _existing(tx: Transaction, owner: str, scope: str, key: str) -> StoredLesson:
         stored = tx.lesson_at(owner, scope, key)
         if stored is None:
-            raise not_found(scope, key)
+            raise not_found(scope, key, active=False)
         return stored
 
     def _audit(
@@ -274,6 +274,8 @@ class ServiceBase:
             event["detail"].setdefault("trust", lesson.trust)
         if actor.session:
             event["detail"]["session"] = actor.session
+        if actor.delegated_by:
+            event["detail"]["by"] = actor.delegated_by
         prev = tx.last_audit_hash(event["owner"]) or GENESIS
         event["prev_hash"] = prev
         event["hash"] = chain_hash(prev, event)

@@ -43,6 +43,8 @@ class LifecycleOperations(ServiceBase):
             stored = self._existing(tx, owner, scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)
+            if status == "archived":
+                self._check_archivable(actor, stored)
             if status == "active" and stored.lesson.trust != "rejected":
                 # A value rejected while this copy was archived must not come back with it.
                 check_tombstone(tx, owner, parse_scope(scope), stored.lesson.value)
@@ -65,6 +67,21 @@ class LifecycleOperations(ServiceBase):
                 reason=p.reason,
             )
         return LessonResult(lesson=updated)
+
+    @staticmethod
+    def _check_archivable(actor: Actor, stored: StoredLesson) -> None:
+        """A verified lesson is archived by a reviewer, as it is changed, relabelled or set to
+        expire by one: the purge sweep erases what stays archived past the retention, a
+        delete an agent may not make."""
+        if stored.lesson.trust == "verified" and not actor.can("review"):
+            raise LorestoreError(
+                "forbidden",
+                "archiving a verified lesson is a reviewer's call (the purge sweep erases "
+                "archived lessons after the retention days)",
+                hint="dispute it with a reason if it is wrong: `lorestore dispute SCOPE KEY "
+                "--reason ...`; a reviewer then verifies or rejects it",
+                details={"trust": "verified"},
+            )
 
     def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:
         scope, key = address(p.scope, p.key)

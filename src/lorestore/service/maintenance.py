@@ -62,7 +62,7 @@ class Maintenance:
         at = self.service._now()
         others = [o for o in self._due_owners(plan) if o != actor.owner]
         for owner in others:
-            self._sweep(_acting_for(owner), plan)
+            self._sweep(_acting_for(owner, actor.principal), plan)
         sweeps = self._sweep(actor, plan)
         return MaintenanceReport(owner=actor.owner, at=at, sweeps=sweeps, others=others)
 
@@ -123,9 +123,12 @@ class Maintenance:
         return report
 
 
-def _acting_for(owner: str) -> Actor:
-    """Maintenance acting for one owner (a user or an org) on that owner's own lessons."""
-    return Actor(owner, owner, ALL_PERMISSIONS, session="maintenance", agent="maintenance")
+def _acting_for(owner: str, by: str) -> Actor:
+    """Maintenance acting for one owner (a user or an org) on that owner's own lessons; its
+    events in the owner's chain name the principal that ran it (``detail.by``)."""
+    return Actor(
+        owner, owner, ALL_PERMISSIONS, session="maintenance", agent="maintenance", delegated_by=by
+    )
 
 
 def _counts(report: SweepReport) -> dict[str, int | None]:

@@ -42,6 +42,28 @@ def check_tombstone(tx: Transaction, owner: str, scope: Scope, value: str) -> No
             raise rejected_value(tomb)
 
 
+def _check_same_window(current: Lesson, valid_from: str | None, valid_to: str | None) -> None:
+    """A sighting of the lesson's value keeps its world-time window: one given that differs
+    is refused rather than dropped (each version carries the window it was written with)."""
+    moved = [
+        f"{name} {given} (the lesson's is {held or 'open'})"
+        for name, given, held in (
+            ("valid_from", valid_from, current.valid_from),
+            ("valid_to", valid_to, current.valid_to),
+        )
+        if given is not None and given != held
+    ]
+    if moved:
+        raise LorestoreError(
+            "invalid_argument",
+            f"this is the lesson's value already, with another {' and '.join(moved)}: a "
+            "window goes with the value it was written with",
+            hint="write the corrected lesson (its text saying what changed) with its window, "
+            "or archive it when it no longer holds",
+            details={"valid_from": current.valid_from, "valid_to": current.valid_to},
+        )
+
+
 def rejected_value(tomb: Tombstone) -> LorestoreError:
     """The refusal of a value a tombstone holds, naming who rejected it, when and why."""
     return LorestoreError(
@@ -169,7 +191,9 @@ class WriteOperations(ServiceBase):
             if tags is not None:
                 changes["tags"] = tags
             # The stored digest may predate a change of the normalisation: compare the texts'.
-            if digest == stored.value_digest or digest == value_digest(current.value):
+            same = digest == stored.value_digest or digest == value_digest(current.value)
+            if same:
+                _check_same_window(current, valid_from, valid_to)
                 self._check_curation(actor, current, changes)
                 return self._seen(tx, actor, stored, session, changes, now)
             changes |= {
