@@ -160,6 +160,7 @@ def test_db_cap_limits_active_lessons(cli: Cli) -> None:
     cli.ok("write", S, "two", "second")
     refused = cli("write", S, "three", "third", "--json")
     assert refused.exit_code == 1 and refused.error()["code"] == "cap_exceeded"
+    assert "purge-expired" in refused.error()["hint"]  # expired lessons count until purged
     cli.ok("archive", S, "one")  # archiving makes room
     assert cli.ok("write", S, "three", "third")["result"] == "created"
     assert cli("db", "cap", "nobody", "2", "--json").exit_code == 2

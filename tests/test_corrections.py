@@ -572,3 +572,18 @@ def test_digests_stored_before_invisible_characters_left_them_still_hold(tmp_pat
     # Positive control: another value is written.
     assert write(service, "Run the migrations check first", key="m").result == "created"
     service.store.close()
+
+
+def test_a_sighting_that_renews_or_clears_the_expiry_records_it(service: LessonService) -> None:
+    first = write(service, "Rotate the staging keys monthly", key="keys", ttl_days=5)
+    renewed = write(service, "Rotate the staging keys monthly", key="keys", ttl_days=30)
+    cleared = write(service, "Rotate the staging keys monthly", key="keys", clear_ttl=True)
+    plain = write(service, "Rotate the staging keys monthly", key="keys")  # the control
+    assert [w.result for w in (renewed, cleared, plain)] == ["seen"] * 3
+    events = service.memory_audit(PERSON, AuditParams(scope=S, key="keys")).events
+    details = [e.detail.get("expires_at") for e in reversed(events) if e.action == "write.seen"]
+    assert details == [
+        {"before": first.lesson.expires_at, "after": renewed.lesson.expires_at},
+        {"before": renewed.lesson.expires_at, "after": None},
+        None,
+    ]

@@ -113,7 +113,8 @@ def cap_command(
     json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Set an owner's cap on active lessons (10,000 unless set). Writes and restores beyond
-    it fail with cap_exceeded; archiving or deleting makes room."""
+    it fail with cap_exceeded; archiving, deleting or purging expired lessons makes room
+    (an expired lesson counts until the purge sweep erases it)."""
     from lorestore.composition import open_store
     from lorestore.config import load_settings
 

@@ -81,3 +81,11 @@ def not_found(scope: str, key: str, *, active: bool = True) -> LorestoreError:
         hint="list the scope with `lorestore list SCOPE` to see what is there",
         details={"scope": scope, "key": key},
     )
+
+
+# The fix for cap_exceeded on either store: expired lessons stay active rows (hidden at once)
+# until the purge sweep erases them, so they count against the cap until then.
+CAP_HINT = (
+    "archive or delete lessons you no longer need, purge expired ones (they count until "
+    "purged: lorestore purge-expired), or ask an admin to raise the limit (lorestore db cap)"
+)

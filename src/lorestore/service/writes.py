@@ -272,6 +272,8 @@ class WriteOperations(ServiceBase):
         if updated.tags != lesson.tags:  # tags are not versioned: the audit records the change,
             # as digests only (what a hard delete erases must not stay in the append-only log)
             detail["tags"] = {"before": _digest(lesson.tags), "after": _digest(updated.tags)}
+        if updated.expires_at != lesson.expires_at:  # a TTL renewed or cleared with a sighting
+            detail["expires_at"] = {"before": lesson.expires_at, "after": updated.expires_at}
         self._audit(
             tx,
             actor,

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from lorestore.core.errors import LorestoreError
+from lorestore.core.errors import CAP_HINT, LorestoreError
 
 CAP_EXCEEDED = "LS001"
 
@@ -46,7 +46,6 @@ def translate() -> Iterator[None]:
             raise LorestoreError(
                 "cap_exceeded",
                 message.removeprefix("cap_exceeded: "),
-                hint="archive or delete lessons you no longer need, or ask an admin to raise "
-                "the limit",
+                hint=CAP_HINT,
             ) from exc
         raise

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lorestore.core.errors import LorestoreError
+from lorestore.core.errors import CAP_HINT, LorestoreError
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
 from lorestore.core.search import fts5_expression
 from lorestore.storage import migrations
@@ -632,8 +632,7 @@ class SQLiteStore:
                     raise LorestoreError(
                         "cap_exceeded",
                         "this owner has reached its limit of active lessons",
-                        hint="archive or delete lessons you no longer need, or ask an admin "
-                        "to raise the limit",
+                        hint=CAP_HINT,
                     ) from exc
                 raise
             except sqlite3.DatabaseError as exc:
