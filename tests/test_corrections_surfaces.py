@@ -38,6 +38,9 @@ def test_cli_reject_hides_everywhere_and_refuses_reassertion(cli: Cli) -> None:
         assert refused.exit_code == 1
         error = refused.error()
         assert error["code"] == "rejected_value" and "hides a real race" in error["message"]
+        # The refusal names the rejected lesson, and the command that lifts its rejection.
+        assert error["details"]["key"] == "flaky"
+        assert f"lorestore reject {S} flaky --undo --reason" in error["hint"]
     assert cli.ok("audit")["events"] == before  # the refusals changed nothing
     assert cli.ok("write", S, "flaky", RIGHT + " today")["result"] == "updated"
 
@@ -134,3 +137,26 @@ def test_proposed_revision_from_an_agent_waits_for_the_person(home: Path, cli: C
     assert cli.ok("read", S, "k")["lesson"]["value"] == "Run tests against Postgres 14"
     cli.ok("verify", S, "k", "--revision", "--note", "CI moved")
     assert cli.ok("read", S, "k")["lesson"]["value"] == "Run tests against Postgres 16"
+
+
+def test_cli_a_rejected_revision_can_be_lifted(cli: Cli) -> None:
+    cli.ok("write", S, "pg", "Integration tests need Postgres 15")
+    cli.ok("verify", S, "pg")
+    assert cli.ok("write", S, "pg", "Integration tests need Postgres 16")["result"] == "proposed"
+    cli.ok("reject", S, "pg", "--revision", "--reason", "it is 15")
+    refused = cli("write", S, "pg", "Integration tests need Postgres 16", "--json")
+    assert refused.error()["code"] == "rejected_value"
+    assert f"lorestore reject {S} pg --undo --revision --reason" in refused.error()["hint"]
+    # The lesson itself is verified, not rejected: --undo alone says so and where to look.
+    wrong = cli("reject", S, "pg", "--undo", "--reason", "ok", "--json")
+    assert wrong.exit_code == 1 and wrong.error()["code"] == "conflict"
+    assert "--revision" in wrong.error()["hint"]
+    lifted = cli.ok("reject", S, "pg", "--undo", "--revision", "--reason", "16 after all")
+    assert lifted["lesson"]["trust"] == "verified"
+    again = cli.ok("write", S, "pg", "Integration tests need Postgres 16")
+    assert again["result"] == "proposed"  # the value may be proposed again
+    history = cli.ok("history", S, "pg")["versions"]
+    assert [v["state"] for v in history] == ["accepted", "rejected", "proposed"]
+    # Nothing left to lift is said so.
+    nothing = cli("reject", S, "pg", "--undo", "--revision", "--reason", "x", "--json")
+    assert nothing.exit_code == 1 and nothing.error()["code"] == "not_found"

@@ -285,7 +285,11 @@ class VerifyParams(Address):
 
 class RejectParams(Address):
     reason: str = Field(description="why the value is wrong; shown to whoever writes it again")
-    revision: bool = Field(False, description="reject the pending proposed revision instead")
+    revision: bool = Field(
+        False,
+        description="reject the pending proposed revision instead (with undo: lift the "
+        "rejections of the lesson's rejected revisions)",
+    )
     undo: bool = Field(False, description="lift this lesson's rejection (a reviewer's call)")
 
 

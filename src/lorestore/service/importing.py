@@ -303,7 +303,7 @@ class ImportOperations(ServiceBase):
             if rejecting is None:
                 clear.append(entry)
             else:
-                results[entry.index] = _refused(rejected_value(rejecting))
+                results[entry.index] = _refused(rejected_value(batch.tx, rejecting))
         return clear
 
     def _land(

@@ -133,10 +133,6 @@ class ReviewOperations(ServiceBase):
         scope, key = address(p.scope, p.key)
         self._authorise(actor, "review", scope)
         reason = _required_reason(p.reason, "a rejection" if not p.undo else "lifting a rejection")
-        if p.undo and p.revision:
-            raise LorestoreError(
-                "invalid_argument", "--undo applies to a rejected lesson, not to a revision"
-            )
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope, write=True)
@@ -145,7 +141,9 @@ class ReviewOperations(ServiceBase):
             tx.lock_corrections(owner, exclusive=True)
             stored = self._existing(tx, owner, scope, key)
             review = Review(by=actor.principal, at=now, note=reason)
-            if p.undo:
+            if p.undo and p.revision:
+                updated = self._undo_revisions(tx, actor, stored, review)
+            elif p.undo:
                 updated = self._undo_reject(tx, actor, stored, review)
             elif p.revision:
                 updated = self._reject_revision(tx, actor, stored, review)
@@ -251,10 +249,61 @@ class ReviewOperations(ServiceBase):
         )
         return updated
 
+    def _undo_revisions(
+        self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
+    ) -> Lesson:
+        """Lift the tombstones of this lesson's rejected revisions at its scope: their values
+        may be proposed again (the versions stay ``rejected`` in the history)."""
+        lesson = stored.lesson
+        revisions = [v for v in tx.versions(stored.pk, lesson.id) if v.state == "rejected"]
+        lifted = sum(
+            tx.lift_tombstones(
+                owner_key(lesson),
+                lesson.scope,
+                digest,
+                lifted_by=actor.principal,
+                at=review.at,
+                reason=review.note or "",
+            )
+            for version in revisions
+            for digest in value_digests(version.value)
+        )
+        if not lifted:
+            raise LorestoreError(
+                "not_found",
+                f"no rejected revision of {lesson.scope} / {lesson.key} is refused here",
+                hint="drop --revision to lift the rejection of the lesson itself",
+            )
+        updated = lesson.model_copy(update={"updated_at": review.at})
+        tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
+        version = (lesson.version, stored.value_digest)
+        self._audit(
+            tx,
+            actor,
+            "reject.undo",
+            updated,
+            before=version,
+            after=version,
+            reason=review.note,
+            detail={
+                "revisions": [v.version for v in revisions],
+                "tombstones_lifted": lifted,
+            },
+        )
+        return updated
+
     def _undo_reject(
         self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
     ) -> Lesson:
         lesson = stored.lesson
+        if lesson.trust != "rejected":
+            raise LorestoreError(
+                "conflict",
+                f"{lesson.scope} / {lesson.key} is {lesson.trust}, not rejected: there is no "
+                "rejection of it to lift",
+                hint="to lift the rejection of one of its revisions, add --revision",
+                details={"trust": lesson.trust},
+            )
         trust = transition(lesson.trust, "undo_reject")
         lifted = sum(
             tx.lift_tombstones(
@@ -274,8 +323,7 @@ class ReviewOperations(ServiceBase):
                 "conflict",
                 f"this value is still rejected at {still.details['scope']}, which this lesson's "
                 f"scope falls under: {still.message}",
-                hint=f"lift the rejection where it was made: lorestore reject "
-                f"{still.details['scope']} KEY --undo --reason ...",
+                hint=still.hint,
                 details=still.details,
             ) from None
         updated = lesson.model_copy(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import uuid
 from datetime import timedelta
 from pathlib import PurePosixPath
@@ -39,7 +40,7 @@ def check_tombstone(tx: Transaction, owner: str, scope: Scope, value: str) -> No
     for digest in value_digests(value):
         tomb = tx.find_tombstone(owner, scopes, digest)
         if tomb is not None:
-            raise rejected_value(tomb)
+            raise rejected_value(tx, tomb)
 
 
 def _check_same_window(current: Lesson, valid_from: str | None, valid_to: str | None) -> None:
@@ -64,20 +65,34 @@ def _check_same_window(current: Lesson, valid_from: str | None, valid_to: str | 
         )
 
 
-def rejected_value(tomb: Tombstone) -> LorestoreError:
-    """The refusal of a value a tombstone holds, naming who rejected it, when and why."""
+def rejected_value(tx: Transaction, tomb: Tombstone) -> LorestoreError:
+    """The refusal of a value a tombstone holds, naming who rejected it, when and why, and
+    the lesson whose rejection it is (the command that lifts it names that lesson)."""
+    details: dict[str, Any] = {
+        "scope": tomb.scope,
+        "rejected_by": tomb.actor,
+        "rejected_at": tomb.created_at,
+        "reason": tomb.reason,
+        "lesson_id": tomb.lesson_id,
+    }
+    found = tx.lessons_by_ids(tomb.owner, [tomb.lesson_id]) if tomb.lesson_id else []
+    lift = "a reviewer can lift the rejection with `lorestore reject SCOPE KEY --undo`"
+    if found:
+        lesson = found[0].lesson
+        details["key"] = lesson.key
+        # A lesson served still was rejected a revision of, not itself.
+        revision = "" if lesson.trust == "rejected" else " --revision"
+        lift = (
+            "a reviewer can lift the rejection with `lorestore reject "
+            f"{shlex.quote(lesson.scope)} {shlex.quote(lesson.key)} --undo{revision} "
+            "--reason ...`"
+        )
     return LorestoreError(
         "rejected_value",
         f"this value was rejected at {tomb.scope} by {tomb.actor} on {tomb.created_at}: "
         f"{tomb.reason}",
-        hint="write a corrected lesson instead; a reviewer can lift the rejection with "
-        "`lorestore reject SCOPE KEY --undo --reason ...`",
-        details={
-            "scope": tomb.scope,
-            "rejected_by": tomb.actor,
-            "rejected_at": tomb.created_at,
-            "reason": tomb.reason,
-        },
+        hint=f"write a corrected lesson instead; {lift}",
+        details=details,
     )
 
 
