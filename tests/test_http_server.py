@@ -229,15 +229,21 @@ def test_first_start_prints_an_admin_token_once(tmp_path: Path) -> None:
     first = Server(home)
     assert first.stop() == 0
     assert f"lorestore serving {first.url}" in first.stdout
-    tokens = [w for w in first.stdout.split() if w.startswith("lst_")]
+    tokens = re.findall(r"lst_[A-Za-z0-9_-]{20,}", first.stdout)
     assert tokens, first.stdout
+    # The agent's line never carries the admin token: an agent gets a write token of its own.
+    (agent_line,) = [line for line in first.stdout.splitlines() if "claude mcp add" in line]
+    assert tokens[0] not in agent_line and "Bearer lst_..." in agent_line
+    assert "--permission write" in first.stdout
     second = Server(home)
     try:
         with second.rest(tokens[0]) as http:
             assert http.post("/api/v1/token_list").json()["tokens"][0]["permission"] == "admin"
     finally:
         second.stop()
-    assert "lst_" not in second.stdout  # a live token exists: none is minted or shown
+    # A live token exists: none is minted or shown; how to connect an agent still is.
+    assert not re.findall(r"lst_[A-Za-z0-9_-]{20,}", second.stdout)
+    assert "--permission write" in second.stdout
     assert tokens[0] not in first.stderr + second.stderr
 
 

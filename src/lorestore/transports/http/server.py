@@ -52,13 +52,19 @@ def announce(url: str, token: str | None) -> None:
     if token:
         lines += [
             "",
-            "Admin token, shown this once (only its hash is stored):",
+            "Admin token, shown this once (only its hash is stored); it is yours, not an agent's:",
             f"  {token}",
             f"  export LORESTORE_URL={url} LORESTORE_TOKEN={token}",
-            f"  claude mcp add --transport http lorestore {url}/mcp "
-            f'--header "Authorization: Bearer {token}"',
-            "Give agents a narrower one: lorestore token create --name NAME --permission write",
         ]
+    # An agent gets a write token of its own: it can read, write and dispute, never verify,
+    # reject or delete (an admin token would let it).
+    lines += [
+        "",
+        "Connect an agent with a write token of its own:",
+        "  lorestore token create --name NAME --permission write      # prints lst_...",
+        f"  claude mcp add --transport http lorestore {url}/mcp "
+        '--header "Authorization: Bearer lst_..."',
+    ]
     print("\n".join(lines), flush=True)
 
 
