@@ -130,6 +130,18 @@ def test_a_lorekit_tree_round_trips_byte_for_byte(cli: Cli, tmp_path: Path) -> N
         "commit": "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
         "pr": 128,
     }
+    # Each time is stored as it stood, not shifted and shifted back on the way out.
+    held = {
+        r["key"]: r
+        for r in map(json.loads, cli("export").stdout.splitlines()[1:])
+        if r["type"] == "lesson"
+    }
+    invoices = held["invoices freeze on Fridays"]
+    assert invoices["expires_at"].startswith("2027-06-30T00:00:00.000")
+    assert invoices["created_at"].startswith("2026-01-05T08:00:00.000")
+    old = held["old deploy script"]
+    assert (old["status"], old["archived_at"][:23]) == ("archived", "2025-01-01T00:00:00.000")
+    assert old["updated_at"].startswith("2025-01-01T00:00:00.000")
     summary = cli.ok("export", "--format", "lorekit", str(tmp_path / "out"))
     assert summary["lessons"] == 5 and summary["files"] == {"written": 5, "unchanged": 0}
     assert tree(tmp_path / "out") == original

@@ -160,10 +160,12 @@ def test_ladder_shadowing_and_dedup(service: LessonService) -> None:
 
 
 def test_rank_and_budget(service: LessonService) -> None:
-    for i in range(8):
-        write(service, REPO, f"note-{i}", f"Lesson number {i}: " + "detail " * 30)
+    # The verified lesson is the oldest: recency alone would put it last.
     write(service, REPO, "trusted", "Verified advice about the deploy script.")
     service.memory_verify(PERSON, VerifyParams(scope=REPO, key="trusted"))
+    for i in range(8):
+        write(service, REPO, f"note-{i}", f"Lesson number {i}: " + "detail " * 30)
+    assert recall(service).context.budget == 2000  # the default
     result = recall(service, budget=200)
     assert offered(result)[0] == "trusted"  # trust before recency within a rung
     assert result.offered[0].label == "verified"
@@ -187,6 +189,14 @@ def test_a_lesson_too_long_for_what_is_left_does_not_starve_shorter_ones(
     assert 0 < result.tokens_used <= 100
     roomy = recall(service, budget=5000)  # the positive control: it fits a bigger budget
     assert offered(roomy)[0] == "big" and roomy.held == []
+
+
+def test_a_lesson_just_over_what_is_left_is_held_not_squeezed_in(service: LessonService) -> None:
+    # Its text alone fits 100 tokens; with its rendered header it does not.
+    write(service, REPO, "edge", "y" * 356)
+    result = recall(service, budget=100)
+    assert result.tokens_used <= 100 and held(result) == {"edge": ["over_budget"]}
+    assert offered(recall(service, budget=200)) == ["edge"]  # the control
 
 
 def test_lessons_are_held_outside_their_validity_window(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
@@ -275,6 +285,8 @@ def test_no_field_a_writer_chooses_can_close_the_fence_or_forge_a_lesson(
 def test_explain_returns_what_recall_decided(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
     write(service, REPO, "a", "First lesson.")
     write(service, REPO, "b", "Second lesson.", ttl_days=1)
+    write(service, "global", "a", "The broader first lesson.")  # shadowed by the repo's
+    write(service, "global", "copy", "FIRST   lesson.")  # the repo's "a", differently spelt
     clock.advance(days=2)
     result = recall(service, task="lesson")
     explained = service.memory_explain(PERSON, ExplainParams(recall_id=result.recall_id))
@@ -282,6 +294,12 @@ def test_explain_returns_what_recall_decided(service: LessonService, clock) -> N
         (o.lesson.key, o.lesson.version, o.reasons) for o in result.offered
     ]
     assert [(e.key, e.reasons) for e in explained.held] == [(h.key, h.reasons) for h in result.held]
+    reasons = sorted((e.scope, e.key, e.reasons[0].split(":")[0]) for e in explained.held)
+    assert reasons == [
+        ("global", "a", "shadowed_by"),
+        ("global", "copy", "duplicate_of"),
+        (REPO, "b", "expired"),
+    ]
     shouted = service.memory_explain(PERSON, ExplainParams(recall_id=result.recall_id.upper()))
     assert shouted.recall_id == result.recall_id  # the same UUID, whatever its case
     assert explained.context["repo"] == "example/app" and explained.context["task"] == "lesson"

@@ -110,16 +110,28 @@ def test_stdio_server_recalls_in_its_working_directory(
     cli.ok("write", REPO, "kept", "Run make lint before pushing.")
     cli.ok("write", REPO, "gone", "An archived lesson.")
     cli.ok("archive", REPO, "gone")
+    cli.ok("write", "global", "kept", "The broader lesson of the same key.")  # shadowed
+    cli.ok("write", "global", "copy", "run MAKE lint   before pushing.")  # a duplicate
+    cli.ok("write", REPO, "long", "A long lesson about pushing. " * 40)  # over a small budget
     captured: dict[str, object] = {}
 
     async def agent(tools: Tools) -> None:
         result = await tools.ok("memory_recall", task="push a branch")
         assert result["context"]["repo"] == "example/app"
         assert result["context"]["branch"] == "main"
-        assert [o["lesson"]["key"] for o in result["offered"]] == ["kept"]
+        assert sorted(o["lesson"]["key"] for o in result["offered"]) == ["kept", "long"]
         assert "<<<lorestore recall" in result["text"]
         explained = await tools.ok("memory_explain", recall_id=result["recall_id"])
-        assert [e["key"] for e in explained["offered"]] == ["kept"]
+        assert sorted(e["key"] for e in explained["offered"]) == ["kept", "long"]
+        # The caller's budget holds, and every held lesson says why, as explain does.
+        small = await tools.ok("memory_recall", task="push a branch", budget=100)
+        assert small["context"]["budget"] == 100 and small["tokens_used"] <= 100
+        reasons = {h["key"]: h["reasons"][0].split(":")[0] for h in small["held"]}
+        assert reasons == {"kept": "shadowed_by", "copy": "duplicate_of", "long": "over_budget"}
+        why = await tools.ok("memory_explain", recall_id=small["recall_id"])
+        assert [(e["key"], e["reasons"]) for e in why["held"]] == [
+            (h["key"], h["reasons"]) for h in small["held"]
+        ]
         # A branch with an explicit empty repository names no scope: refused, not ignored.
         refused = await tools.error("memory_recall", repo="", branch="main")
         assert refused["code"] == "invalid_argument" and "repo" in refused["hint"]
@@ -306,3 +318,13 @@ def test_cli_resolves_a_revision_named_by_a_ref(cli: Cli, work_tree: Path) -> No
     assert short == head[:9]  # the control: a hash is kept as given
     unknown = cli("recall", "--revision", "no-such-ref", "--json")
     assert unknown.exit_code == 2 and unknown.error()["code"] == "invalid_argument"
+
+
+def test_cli_recall_keeps_to_the_budget_it_is_given(cli: Cli, work_tree: Path) -> None:
+    cli.ok("write", REPO, "short", "Run make lint before pushing.")
+    cli.ok("write", REPO, "long", "A long lesson about pushing. " * 40)
+    small = cli.ok("recall", "--budget", "100")
+    assert small["context"]["budget"] == 100 and small["tokens_used"] <= 100
+    assert [(h["key"], h["reasons"]) for h in small["held"]] == [("long", ["over_budget"])]
+    roomy = cli.ok("recall")  # the control: the default budget holds both
+    assert roomy["context"]["budget"] == 2000 and roomy["held"] == []
