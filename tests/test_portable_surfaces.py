@@ -183,3 +183,25 @@ def test_rest_export_of_a_scope_beyond_the_token_is_forbidden(api: Api, cli: Cli
     inside = api.get("memory_export", token=confined, scopes=[S])  # the control
     assert inside.status_code == 200
     assert {json.loads(x).get("scope") for x in _records(inside.content)} == {S}
+
+
+def test_an_export_piped_into_a_reader_that_stops_ends_quietly(cli: Cli, home: Path) -> None:
+    """`lorestore export | head`: the closed pipe ends the export as SIGPIPE would (status
+    141), with nothing on stderr; it is not bad input."""
+    import subprocess
+
+    from tests.serving import EXE, base_env
+
+    lines = [header(), *(line(lesson(f"k{i}", f"Lesson {i}: " + "x" * 500)) for i in range(400))]
+    assert cli.ok("import", input=b"\n".join(lines).decode())["lessons"]["added"] == 400
+    export = subprocess.Popen(
+        [EXE, "export"], env=base_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert export.stdout is not None and export.stderr is not None
+    assert export.stdout.read(100).startswith(b'{"format"')
+    export.stdout.close()  # the reader stops, as head does
+    assert export.wait(timeout=60) == 141
+    assert export.stderr.read() == b""
+    # The control: read to the end, the export is whole and succeeds.
+    whole = subprocess.run([EXE, "export"], env=base_env(home), capture_output=True, check=False)
+    assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 401

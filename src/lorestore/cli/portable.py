@@ -5,6 +5,8 @@ request and print one result. Records flow a chunk at a time between the file an
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -115,6 +117,11 @@ def export_command(
             )
         try:
             summary = _export(load_settings(), params, None if to_stdout else path, not json_output)
+        except BrokenPipeError:
+            # The reader of stdout went away (`lorestore export | head`): stop quietly, as a
+            # command killed by SIGPIPE does, with nothing more written to the closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(128 + signal.SIGPIPE) from None
         except OSError as exc:  # the path: a missing directory, a file where one is needed
             raise LorestoreError(
                 "invalid_argument",
