@@ -351,3 +351,18 @@ def test_db_init_refuses_an_option_taken_as_the_password(cli: Cli) -> None:
     assert swallowed.exit_code == 2 and "looks like an option" in swallowed.stderr
     garbage = cli("db", "init", "--database-url", "garbage", "--json")
     assert garbage.exit_code == 2 and garbage.error()["code"] == "invalid_argument"
+
+
+def test_piped_tables_are_not_cut_to_80_columns(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    scope = "branch::acme/a-long-repository-name::feature/a-long-branch-name"
+    cli.ok("write", scope, "a-rather-long-key-for-a-lesson", "A lesson")
+    (event,) = cli.ok("audit")["events"]
+    table = cli("audit").stdout  # not a terminal: as piped into grep or a file
+    assert event["at"] in table and scope in table and "…" not in table
+    assert "write.created" in table
+    listed = cli("list", scope, "--limit", "1").stdout
+    assert "a-rather-long-key-for-a-lesson" in listed
+    # The control: COLUMNS, when set, still decides.
+    monkeypatch.setenv("COLUMNS", "60")
+    assert "…" in cli("audit").stdout

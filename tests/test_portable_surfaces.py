@@ -194,14 +194,14 @@ def test_an_export_piped_into_a_reader_that_stops_ends_quietly(cli: Cli, home: P
 
     lines = [header(), *(line(lesson(f"k{i}", f"Lesson {i}: " + "x" * 500)) for i in range(400))]
     assert cli.ok("import", input=b"\n".join(lines).decode())["lessons"]["added"] == 400
-    export = subprocess.Popen(
+    with subprocess.Popen(
         [EXE, "export"], env=base_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    assert export.stdout is not None and export.stderr is not None
-    assert export.stdout.read(100).startswith(b'{"format"')
-    export.stdout.close()  # the reader stops, as head does
-    assert export.wait(timeout=60) == 141
-    assert export.stderr.read() == b""
+    ) as export:
+        assert export.stdout is not None and export.stderr is not None
+        assert export.stdout.read(100).startswith(b'{"format"')
+        export.stdout.close()  # the reader stops, as head does
+        assert export.wait(timeout=60) == 141
+        assert export.stderr.read() == b""
     # The control: read to the end, the export is whole and succeeds.
     whole = subprocess.run([EXE, "export"], env=base_env(home), capture_output=True, check=False)
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 401

@@ -8,9 +8,8 @@ from dataclasses import replace
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from lorestore.cli.render import failure
+from lorestore.cli.render import failure, make_console
 from lorestore.core.errors import LorestoreError
 
 db_app = typer.Typer(
@@ -69,16 +68,14 @@ def init_command(
         if json_output:
             print(json.dumps({"error": error.to_dict()}), file=sys.stderr, flush=True)
         else:
-            Console(stderr=True, emoji=False).print(
-                f"[red]error[/] [bold]{error.code}[/]: {error.message}"
-            )
+            make_console(stderr=True).print(f"[red]error[/] [bold]{error.code}[/]: {error.message}")
             if error.hint:
-                Console(stderr=True, emoji=False).print(f"[dim]hint:[/] {error.hint}")
+                make_console(stderr=True).print(f"[dim]hint:[/] {error.hint}")
         raise typer.Exit(2 if error.bad_input else 1) from None
     if json_output:
         print(json.dumps({"applied": report.applied, "app_url": report.app_url}))
         return
-    console = Console(emoji=False)
+    console = make_console()
     if report.applied:
         console.print("applied " + ", ".join(report.applied))
     else:

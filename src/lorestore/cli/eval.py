@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
+from lorestore.cli.render import make_console
 from lorestore.core.errors import LorestoreError
 from lorestore.evaluation import EvalSet, load_set, run_eval
 from lorestore.evaluation_report import Run, forbidden_total, render, report, shortfalls, split_runs
@@ -183,9 +183,7 @@ def eval_command(
         if message:
             print(json.dumps(message), file=sys.stderr)
         else:
-            Console(stderr=True, emoji=False).print(
-                f"[red]error[/] [bold]{error.code}[/]: {error.message}"
-            )
+            make_console(stderr=True).print(f"[red]error[/] [bold]{error.code}[/]: {error.message}")
         raise typer.Exit(2 if error.bad_input else 1) from None
     dataset = {
         "path": str(data),
@@ -199,7 +197,7 @@ def eval_command(
         body |= {"ok": bool(body["ok"]) and not missed, "shortfalls": missed}
         print(json.dumps(body, indent=2))
     else:
-        console = Console(emoji=False)
+        console = make_console()
         render(console, runs, show_misses=show_misses)
         console.print(f"forbidden hits: {forbidden_total(runs)}")
         for line in missed:

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lorestore.cli.portable import CHUNK, Advance, err_console, progress, remote_client, the_actor
-from lorestore.cli.render import failure
+from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.gitinfo import git_context
@@ -66,7 +66,7 @@ def import_command(
     if json_output:
         print(result.model_dump_json(indent=2))
     else:
-        _render_result(Console(emoji=False), result)
+        _render_result(make_console(), result)
     if _incomplete(result):
         raise typer.Exit(1)
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from lorestore.cli.render import render_error
+from lorestore.cli.render import make_console, render_error
 from lorestore.core.errors import LorestoreError
 from lorestore.storage.transfer import TransferReport, migrate_store
 
@@ -70,16 +70,16 @@ def migrate_command(
         if json_output:
             print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
         else:
-            render_error(Console(stderr=True, emoji=False), error)
+            render_error(make_console(stderr=True), error)
         raise typer.Exit(2 if error.bad_input else 1) from None
     if json_output:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
-        _render(Console(emoji=False), report)
+        _render(make_console(), report)
 
 
 def _run(source: str, target: str, *, dry_run: bool, show_progress: bool) -> TransferReport:
-    console = Console(stderr=True, emoji=False)
+    console = make_console(stderr=True)
     if not (show_progress and console.is_terminal):
         return migrate_store(source, target, dry_run=dry_run)
     columns = (

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn
 
 from lorestore.auth.actor import local_actor
-from lorestore.cli.render import failure
+from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import BY_NAME
@@ -32,7 +32,7 @@ Advance = Callable[[int], None]
 
 
 def err_console() -> Console:
-    return Console(stderr=True, emoji=False)
+    return make_console(stderr=True)
 
 
 @contextmanager
@@ -252,7 +252,7 @@ def _print_summary(summary: ExportSummary, as_json: bool, to_stdout: bool) -> No
     if as_json:
         print(summary.model_dump_json(indent=2), file=sys.stderr if to_stdout else sys.stdout)
         return
-    console = err_console() if to_stdout else Console(emoji=False)
+    console = err_console() if to_stdout else make_console()
     parts = [f"{summary.lessons} lessons", f"{summary.tombstones} tombstones"]
     parts += [f"{summary.scope_policies} scope policies", f"{summary.unknown} unknown records"]
     console.print("exported " + ", ".join(parts), highlight=False)

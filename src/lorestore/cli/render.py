@@ -4,6 +4,7 @@ prints the result model as is."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,20 @@ _TRUST_STYLE = {
 }
 
 
+# Without a terminal (a pipe, a file) Rich lays output out for 80 columns, cutting table cells
+# (ids, times, scopes) and breaking the commands a reader copies in two: piped, the width is
+# this, unless COLUMNS says otherwise.
+PIPED_WIDTH = 200
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """The console the CLI prints people's output with (stdout, or stderr)."""
+    made = Console(stderr=stderr, emoji=False)
+    if not made.is_terminal and "COLUMNS" not in os.environ:
+        made.width = PIPED_WIDTH
+    return made
+
+
 def _excerpt(text: str, width: int = 80) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 1] + "…"
@@ -81,7 +96,7 @@ def _lesson(c: Console, r: LessonResult) -> None:
     body = escape(lesson.value) + "\n\n[dim]" + " · ".join(meta)
     body += f"\nupdated {lesson.updated_at} · id {lesson.id}[/]"
     title = f"{escape(lesson.scope)} / {escape(lesson.key)}"
-    c.print(Panel(body, title=title, title_align="left"))
+    c.print(Panel(body, title=title, title_align="left", expand=False))
 
 
 def _history(c: Console, r: HistoryResult) -> None:
@@ -348,5 +363,5 @@ def failure(error: LorestoreError, as_json: bool) -> typer.Exit:
     if as_json:
         print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
     else:
-        render_error(Console(stderr=True, emoji=False), error)
+        render_error(make_console(stderr=True), error)
     return typer.Exit(2 if error.bad_input else 1)
