@@ -366,3 +366,13 @@ def test_piped_tables_are_not_cut_to_80_columns(cli: Cli, monkeypatch: pytest.Mo
     # The control: COLUMNS, when set, still decides.
     monkeypatch.setenv("COLUMNS", "60")
     assert "…" in cli("audit").stdout
+
+
+def test_small_search_scores_are_shown_not_rounded_to_zero(cli: Cli) -> None:
+    # A word in most lessons of a small store has FTS5's floor IDF: scores near 1e-6.
+    for i, text in enumerate(("Postgres 16 in CI", "Postgres runs on 5432", "Use Postgres")):
+        cli.ok("write", S, f"pg-{i}", text)
+    hits = cli.ok("search", "postgres", "-s", S)["hits"]
+    assert hits and all(0 < h["score"] < 1e-3 for h in hits)
+    shown = cli("search", "postgres", "-s", S).stdout
+    assert f"{hits[0]['score']:.3g}" in shown and "0.000" not in shown

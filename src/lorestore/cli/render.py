@@ -127,7 +127,7 @@ def _search(c: Console, r: SearchResult) -> None:
     table = Table("score", "scope", "key", "trust", "snippet")
     for hit in r.hits:
         table.add_row(
-            f"{hit.score:.3f}",
+            f"{hit.score:.3g}",
             escape(hit.lesson.scope),
             escape(hit.lesson.key),
             _trust(hit.lesson),

@@ -152,7 +152,7 @@ def _same_commit(recorded: str, current: str) -> bool:
 def qualified_reasons(c: Candidate, rungs: Sequence[str]) -> tuple[str, ...]:
     reasons = [f"scope:{rungs[c.rung]}", f"trust:{c.lesson.trust}"]
     if c.relevance > 0:
-        reasons.append(f"relevance:{c.relevance:.3f}")
+        reasons.append(f"relevance:{c.relevance:.3g}")
     if c.policy.revision_policy == "commit":
         reasons.append("revision_matches")
     elif c.policy.revision_policy == "files":
