@@ -328,3 +328,17 @@ def test_cli_recall_keeps_to_the_budget_it_is_given(cli: Cli, work_tree: Path) -
     assert [(h["key"], h["reasons"]) for h in small["held"]] == [("long", ["over_budget"])]
     roomy = cli.ok("recall")  # the control: the default budget holds both
     assert roomy["context"]["budget"] == 2000 and roomy["held"] == []
+
+
+def test_cli_fills_no_provenance_for_another_repositorys_lesson(cli: Cli, work_tree: Path) -> None:
+    """A lesson written from this checkout for another repository's scope is not about this
+    checkout's branch or commit: nothing of it is filled in."""
+    head = _git(work_tree, "rev-parse", "HEAD")
+    for scope in ("repo::other/thing", "branch::other/thing::main"):
+        source = cli.ok("write", scope, "k", "About another repository.")["lesson"]["source"]
+        assert (source.get("repo"), source.get("branch"), source.get("commit")) == (None,) * 3
+    # Controls: this repository's scope, and a scope of no repository, are filled from git.
+    ours = cli.ok("write", REPO, "k", "About this one.")["lesson"]["source"]
+    assert (ours["repo"], ours["commit"]) == ("example/app", head)
+    broad = cli.ok("write", "global", "k", "About everything.")["lesson"]["source"]
+    assert broad["repo"] == "example/app" and broad["commit"] == head

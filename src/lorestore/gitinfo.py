@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.scope import ladder
+from lorestore.core.scope import ladder, parse_scope
 
 # git's scp-like syntax, [user@]host:path (a colon before any slash).
 _SCP_LIKE = re.compile(r"^[^/:]+:")
@@ -168,6 +168,15 @@ def _another_repo(given: Any, context: GitContext) -> bool:
     return given.strip().lower() != context.repo
 
 
+def _scope_repo(scope: Any) -> str | None:
+    """The repository a repo:: or branch:: scope names (None for others, or a bad scope,
+    which the operation itself refuses)."""
+    try:
+        return parse_scope(scope).repo if isinstance(scope, str) else None
+    except LorestoreError:
+        return None
+
+
 def _forms_ladder(repo: str | None, branch: str | None) -> bool:
     try:
         ladder(repo=repo, branch=branch)
@@ -213,8 +222,10 @@ def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) ->
     if operation == "memory_recall":
         return _recall_context(filled, context)
     source = dict(filled.get("source") or {})
-    if _another_repo(source.get("repo"), context):
-        return filled  # another repository than this checkout: its branch and commit are not ours
+    # A lesson of another repository than this checkout (by its source, else its scope) is
+    # not about this checkout's branch, commit or files.
+    if _another_repo(source.get("repo") or _scope_repo(filled.get("scope")), context):
+        return filled
     source["commit"] = _resolved(context.root, source.get("commit"), "--commit")
     for name, value in (
         ("repo", context.repo),
