@@ -205,3 +205,17 @@ def test_an_export_piped_into_a_reader_that_stops_ends_quietly(cli: Cli, home: P
     # The control: read to the end, the export is whole and succeeds.
     whole = subprocess.run([EXE, "export"], env=base_env(home), capture_output=True, check=False)
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 401
+
+
+def test_a_repeated_problem_is_shown_twenty_times_then_counted(cli: Cli) -> None:
+    assert cli("db", "cap", "user:local", "5", "--json").exit_code == 0
+    lines = [header(), *(line(lesson(f"k{i}", f"Lesson {i}")) for i in range(40))]
+    done = cli("import", input=b"\n".join(lines).decode())
+    assert done.exit_code == 1
+    shown = [x for x in done.stderr.splitlines() if x.startswith("cap_exceeded line")]
+    assert len(shown) == 20
+    assert "cap_exceeded: 15 more not shown (35 in all" in done.stderr
+    assert "lorestore db cap" in done.stderr  # the fix, once
+    # The control: --json still lists every problem.
+    again = cli("import", "--json", input=b"\n".join(lines).decode())
+    assert len(again.json()["problems"]) == 35

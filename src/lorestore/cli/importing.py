@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 from rich.console import Console
@@ -19,12 +20,12 @@ from rich.table import Table
 from lorestore.cli.portable import CHUNK, Advance, err_console, progress, remote_client, the_actor
 from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
-from lorestore.core.errors import LorestoreError
+from lorestore.core.errors import CAP_HINT, LorestoreError
 from lorestore.gitinfo import git_context
 from lorestore.operations import BY_NAME
 from lorestore.portable import lorekit
 from lorestore.portable.jsonl import Incoming, encode, read_records
-from lorestore.portable.models import ImportParams, ImportResult, Problem
+from lorestore.portable.models import LISTED, ImportParams, ImportResult, Problem
 
 
 def import_command(
@@ -59,13 +60,15 @@ def import_command(
         params = BY_NAME["memory_import"].parse(arguments)
         assert isinstance(params, ImportParams)
         settings = load_settings()
-        show = None if json_output else _print_problem
-        result = _import(settings, params, _sources(params, paths or []), show)
+        printer = None if json_output else _ProblemPrinter()
+        result = _import(settings, params, _sources(params, paths or []), printer)
     except LorestoreError as error:
         raise failure(error, json_output) from None
     if json_output:
         print(result.model_dump_json(indent=2))
     else:
+        assert printer is not None
+        printer.summarise()
         _render_result(make_console(), result)
     if _incomplete(result):
         raise typer.Exit(1)
@@ -220,13 +223,39 @@ def _remote_tree(
     )
 
 
-def _print_problem(problem: Problem) -> None:
-    where = f"line {problem.line}" if problem.line else (problem.path or "")
-    what = " / ".join(x for x in (problem.scope, problem.key) if x)
-    err_console().print(
-        f"[yellow]{problem.code}[/] {escape(where)} {escape(what)}: {escape(problem.message)}",
-        highlight=False,
-    )
+class _ProblemPrinter:
+    """Prints problems as they are found, the first ``PER_CODE`` of each code; of a code
+    that repeats beyond that (a cap reached: every later lesson refused alike), it counts the
+    rest and says so at the end, with the fix where there is one."""
+
+    PER_CODE = 20
+    FIXES: ClassVar[dict[str, str]] = {"cap_exceeded": CAP_HINT}
+
+    def __init__(self) -> None:
+        self._console = err_console()
+        self._seen: Counter[str] = Counter()
+
+    def __call__(self, problem: Problem) -> None:
+        self._seen[problem.code] += 1
+        if self._seen[problem.code] > self.PER_CODE:
+            return
+        where = f"line {problem.line}" if problem.line else (problem.path or "")
+        what = " / ".join(x for x in (problem.scope, problem.key) if x)
+        self._console.print(
+            f"[yellow]{problem.code}[/] {escape(where)} {escape(what)}: {escape(problem.message)}",
+            highlight=False,
+        )
+
+    def summarise(self) -> None:
+        for code, count in self._seen.items():
+            if count > self.PER_CODE:
+                self._console.print(
+                    f"[yellow]{code}[/]: {count - self.PER_CODE} more not shown ({count} in "
+                    f"all; --json lists the first {LISTED:,} problems)",
+                    highlight=False,
+                )
+            if code in self.FIXES:
+                self._console.print(f"[dim]hint:[/] {escape(self.FIXES[code])}", highlight=False)
 
 
 def _render_result(console: Console, result: ImportResult) -> None:
