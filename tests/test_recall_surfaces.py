@@ -177,7 +177,10 @@ def test_cli_recall_leaves_out_a_repository_name_no_scope_can_hold(
     assert derived["context"]["ladder"] == ["global"]
     assert [o["lesson"]["key"] for o in derived["offered"]] == ["everywhere"]
     given = cli("recall", "--repo", "example/app+plus", "--json")
-    assert given.exit_code == 2 and given.error()["code"] == "invalid_scope"
+    assert given.exit_code == 2 and given.error()["code"] == "invalid_argument"
+    assert "OWNER/NAME" in given.error()["message"]  # the repository, not a scope
+    lone = cli("recall", "--repo", "acme", "--json").error()
+    assert lone["code"] == "invalid_argument" and "repo::" not in lone["message"]
 
 
 def test_cli_recall_in_a_checkout_without_a_remote_leaves_the_branch_out(
@@ -342,3 +345,12 @@ def test_cli_fills_no_provenance_for_another_repositorys_lesson(cli: Cli, work_t
     assert (ours["repo"], ours["commit"]) == ("example/app", head)
     broad = cli.ok("write", "global", "k", "About everything.")["lesson"]["source"]
     assert broad["repo"] == "example/app" and broad["commit"] == head
+
+
+def test_cli_depends_on_a_file_the_checkout_lacks_says_so(cli: Cli, work_tree: Path) -> None:
+    missing = cli("write", REPO, "k", "Relies on a file.", "--depends-on", "nonexist.txt", "--json")
+    assert missing.exit_code == 2 and missing.error()["code"] == "invalid_argument"
+    assert "no such file" in missing.error()["message"] and "PATH=BLOB" in missing.error()["hint"]
+    assert cli("read", REPO, "k", "--json").error()["code"] == "not_found"  # nothing written
+    kept = cli.ok("write", REPO, "k", "Relies on a file.", "--depends-on", "tests/conftest.py")
+    assert kept["lesson"]["depends_on"][0]["path"] == "tests/conftest.py"  # the control

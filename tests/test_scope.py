@@ -118,3 +118,13 @@ def test_ladder_is_narrow_to_broad() -> None:
     rungs = [s.text for s in ladder(repo="Acme/App", branch="main", project="billing")]
     assert rungs == ["branch::acme/app::main", "repo::acme/app", "project::billing", "global"]
     assert [s.text for s in ladder()] == ["global"]
+
+
+def test_refusals_read_whole_and_suggest_nothing_made_up() -> None:
+    with pytest.raises(LorestoreError) as branch:
+        parse_scope("repo::acme/app::main")
+    assert not branch.value.message.endswith("use")  # the sentence is whole
+    assert branch.value.details["corrected"] == "branch::acme/app::main"
+    with pytest.raises(LorestoreError) as lone:
+        parse_scope("repo::acme")
+    assert "acme/acme" not in (lone.value.hint or "") and "OWNER/acme" in (lone.value.hint or "")

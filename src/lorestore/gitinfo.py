@@ -239,6 +239,15 @@ def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) ->
     if refs:
         missing = [r["path"] for r in refs if not r.get("blob")]
         blobs = blob_hashes(context.root, missing)
+        gone = [path for path in missing if blobs.get(path) is None]
+        if gone:
+            raise LorestoreError(
+                "invalid_argument",
+                f"depends_on {gone[0]!r}: there is no such file in the checkout at {context.root}",
+                hint="name a file of the repository (relative to the current directory), or "
+                "give its blob as it is elsewhere: PATH=BLOB (git hash-object PATH)",
+                details={"path": gone[0]},
+            )
         filled["depends_on"] = [
             r if r.get("blob") else {**r, "blob": blobs.get(r["path"])} for r in refs
         ]

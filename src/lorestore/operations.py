@@ -146,8 +146,8 @@ def invalid_arguments(operation: str, exc: ValidationError) -> LorestoreError:
     return LorestoreError(
         codes.pop() if len(codes) == 1 and "" not in codes else "invalid_argument",
         f"{operation}: " + "; ".join(problems),
-        hint=f"see the {operation} tool's input schema, or the command's --help "
-        f"(lorestore {_command_name(operation)} --help)",
+        hint=f"see `lorestore {_command_name(operation)} --help`, or the {operation} input "
+        "schema (MCP tools/list, or OpenAPI /api/v1/openapi.json)",
         details={"errors": problems},
     )
 

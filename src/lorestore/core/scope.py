@@ -162,7 +162,7 @@ def _parse_named(raw: str, kind: str, rest: list[str], original_branch: str) -> 
         if len(rest) == 2 and rest[1]:
             raise _invalid(
                 raw,
-                "a repo scope has no branch part; for a branch use",
+                "a repo scope has no branch part; a branch scope is branch::OWNER/NAME::BRANCH",
                 f"branch::{owner}/{name}::{rest[1]}",
             )
         if len(rest) != 1:
@@ -190,7 +190,7 @@ def _parse_repo(raw: str, kind: str, text: str) -> tuple[str, str]:
         raise _invalid(
             raw,
             f"a {kind} scope names the repository as OWNER/NAME",
-            example=f'"{kind}::acme/{pieces[0]}"',
+            example=f'"{kind}::OWNER/{pieces[0]}" or "{kind}::{pieces[0]}/NAME"',
         )
     raise _invalid(
         raw,
@@ -248,7 +248,16 @@ def ladder(
         )
     rungs: list[Scope] = []
     if repo:
-        owner, name = _parse_repo(repo, "repo", repo.strip().lower())
+        try:
+            owner, name = _parse_repo(repo, "repo", repo.strip().lower())
+        except LorestoreError as exc:  # the caller named a repository, not a scope
+            raise LorestoreError(
+                "invalid_argument",
+                f"repo {repo!r}: a repository is OWNER/NAME, e.g. acme/app",
+                hint="pass the repository as OWNER/NAME (not a scope); in a git checkout the "
+                "CLI reads it from the origin remote",
+                details={"repo": repo},
+            ) from exc
         if branch:
             rungs.append(parse_scope(f"branch::{owner}/{name}::{branch}"))
         rungs.append(Scope("repo", owner=owner, name=name))

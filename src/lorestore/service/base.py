@@ -103,8 +103,9 @@ class ServiceBase:
                 "forbidden",
                 f"this operation needs the {permission!r} permission",
                 hint=(
-                    "reviews and deletions are for a person: run them from the lorestore CLI "
-                    "or with a token that carries the permission"
+                    f"a token with the {permission} permission is a person's: run this as "
+                    "the store's person (the lorestore CLI on its machine), or with such a "
+                    "token (lorestore token create --permission " + permission + ")"
                     if permission in ("review", "admin")
                     else f"use a token with the {permission} permission or above "
                     "(read < write < review < admin)"

@@ -157,7 +157,8 @@ class ReadOperations(ServiceBase):
             raise LorestoreError(
                 "invalid_scope",
                 "search needs at least one scope",
-                hint='pass e.g. scopes=["repo::acme/app", "global"]',
+                hint="name one or more: lorestore search QUERY -s repo::acme/app -s global "
+                '(over MCP or REST: "scopes": ["repo::acme/app", "global"])',
             )
         scopes = list(dict.fromkeys(parse_scope(s).text for s in p.scopes))
         self._authorise(actor, "read", *scopes)

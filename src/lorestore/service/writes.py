@@ -132,8 +132,8 @@ def _dependencies(refs: list[DependencyRef] | None) -> list[Dependency] | None:
             raise LorestoreError(
                 "invalid_argument",
                 f"depends_on {path!r} has no git blob hash",
-                hint="the CLI and `lorestore mcp` fill it from git; over REST pass "
-                "`git hash-object PATH`",
+                hint="the CLI and `lorestore mcp` read it from git inside a checkout; "
+                "elsewhere, and over REST, give it: PATH=BLOB (git hash-object PATH)",
             )
         found[path] = Dependency(path=path, blob=ref.blob)
     return list(found.values())
