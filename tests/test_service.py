@@ -164,6 +164,7 @@ def test_as_of_reports_trust_and_review_as_they_stood_then(service: LessonServic
     service.memory_dispute(local_actor(), DisputeParams(scope=S, key="k", reason="CI moved"))
     then = read(service, as_of=before_review)
     assert (then.trust, then.review) == ("candidate", None)
+    assert then.updated_at[:19] == before_review[:19]  # not the later review's time
     at_review = read(service, as_of=verified_at)  # the control: verified then
     assert at_review.trust == "verified" and at_review.review is not None
     assert read(service).trust == "disputed"  # and now

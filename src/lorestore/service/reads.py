@@ -81,6 +81,9 @@ class ReadOperations(ServiceBase):
                 then["trust"] = trust_as_of(events) or lesson.trust
                 if lesson.review is not None and lesson.review.at > as_of:
                     then["review"] = None
+                if lesson.updated_at > as_of and version is not None:
+                    # Not a change made since: the version's own time, as known then.
+                    then["updated_at"] = version.accepted_at or version.recorded_at
             if version is not None and valid_at is not None and as_of is None:
                 # What was true then: a value rejected since never was (as of now).
                 try:
