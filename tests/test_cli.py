@@ -376,3 +376,18 @@ def test_small_search_scores_are_shown_not_rounded_to_zero(cli: Cli) -> None:
     assert hits and all(0 < h["score"] < 1e-3 for h in hits)
     shown = cli("search", "postgres", "-s", S).stdout
     assert f"{hits[0]['score']:.3g}" in shown and "0.000" not in shown
+
+
+def test_state_changes_say_what_they_did(cli: Cli) -> None:
+    cli.ok("write", S, "k", "A lesson")
+    for args, said in (
+        (("archive", S, "k"), "archived"),
+        (("restore", S, "k"), "restored"),
+        (("verify", S, "k"), "verified"),
+        (("dispute", S, "k", "--reason", "stale?"), "disputed"),
+        (("reject", S, "k", "--reason", "stale"), "rejected"),
+        (("reject", S, "k", "--undo", "--reason", "it holds"), "rejection lifted"),
+    ):
+        done = cli(*args)
+        assert done.exit_code == 0 and done.stdout.startswith(f"{said}: {S} / k"), done.stdout
+    assert not cli("read", S, "k").stdout.startswith("read")  # the control: a read just shows

@@ -22,7 +22,7 @@ from lorestore.cli.eval import eval_command
 from lorestore.cli.importing import import_command
 from lorestore.cli.migrate import migrate_command
 from lorestore.cli.portable import export_command
-from lorestore.cli.render import failure, make_console, render
+from lorestore.cli.render import confirmation, failure, make_console, render
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import CLI_GROUPS, Operation, on_surface
@@ -103,7 +103,11 @@ def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
-        render(make_console(), result)
+        console = make_console()
+        done = confirmation(op.name, params)
+        if done is not None:
+            console.print(done, highlight=False)
+        render(console, result)
 
 
 _default_actions = {op.cli_name for op in on_surface("cli") if op.cli_group is None}

@@ -323,6 +323,32 @@ RENDERERS: dict[type[Result], Callable[[Console, Any], None]] = {
 }
 
 
+# What a command that changes a lesson's state did, said before the lesson is shown (the
+# panel alone looks the same as a read's).
+_DONE = {
+    "memory_archive": "archived",
+    "memory_restore": "restored",
+    "memory_verify": "verified",
+    "memory_dispute": "disputed",
+    "memory_reject": "rejected",
+}
+
+
+def confirmation(operation: str, params: Any) -> str | None:
+    """The line that says what ``operation`` did, for the people's output; None for reads."""
+    done = _DONE.get(operation)
+    if done is None:
+        return None
+    if operation == "memory_reject" and getattr(params, "undo", False):
+        done = "rejection lifted"
+    if getattr(params, "revision", False) and operation in ("memory_verify", "memory_reject"):
+        done = {"verified": "revision accepted", "rejected": "revision rejected"}.get(
+            done, "revisions' rejections lifted"
+        )
+    where = f"{getattr(params, 'scope', '')} / {getattr(params, 'key', '')}"
+    return f"[green]{done}[/]: {escape(show_controls(where))}"
+
+
 def render(console: Console, result: Result) -> None:
     result = _shown(result)
     renderer = RENDERERS.get(type(result))
