@@ -168,6 +168,15 @@ def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # stdout is the protocol channel
     assert "claude mcp add lorestore" in done.stderr and str(home) in done.stderr
+    # The setting that chose this store travels with each host's command.
+    lines = done.stderr.splitlines()
+    (claude,) = [x for x in lines if "claude mcp add" in x]
+    (codex,) = [x for x in lines if "codex mcp add" in x]
+    (cursor,) = [x for x in lines if "mcp.json" in x]
+    assert f"-e LORESTORE_HOME={home} --" in claude
+    assert f"--env LORESTORE_HOME={home} --" in codex
+    config = json.loads(cursor.split("-> ", 1)[1])
+    assert config["mcpServers"]["lorestore"]["env"] == {"LORESTORE_HOME": str(home)}
 
 
 def test_a_store_file_deleted_under_the_server_refuses_writes(home: Path, cli: Cli) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -17,6 +18,8 @@ from typing import Any
 from lorestore.config import Settings
 from lorestore.transports.mcp.server import Invoker
 
+STORE_SETTINGS = ("LORESTORE_HOME", "LORESTORE_DATABASE_URL", "LORESTORE_URL")
+
 
 def announce(settings: Settings) -> None:
     """Tell a person at a terminal how to connect a host; stdout stays the protocol channel."""
@@ -26,13 +29,20 @@ def announce(settings: Settings) -> None:
         if settings.remote
         else f"embedded store at {settings.sqlite_path}"
     )
+    # The settings that chose this store travel with the command, or the host's server would
+    # open another (~/.lorestore); a token is named, never printed.
+    env = {name: os.environ[name] for name in STORE_SETTINGS if os.environ.get(name)}
+    if settings.remote:
+        env["LORESTORE_TOKEN"] = "<an agent's write token>"  # noqa: S105 - a placeholder
+    flags = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in env.items())
+    cursor: dict[str, Any] = {"command": exe, "args": ["mcp"], **({"env": env} if env else {})}
     print(
         f"lorestore MCP server on stdio, {where}\n"
         "Connect a host to this command rather than to this terminal:\n"
-        f"  Claude Code:  claude mcp add lorestore -- {exe} mcp\n"
-        f"  Codex:        codex mcp add lorestore -- {exe} mcp\n"
-        f'  Cursor:       .cursor/mcp.json -> {{"mcpServers": {{"lorestore": '
-        f'{{"command": "{exe}", "args": ["mcp"]}}}}}}\n'
+        f"  Claude Code:  claude mcp add lorestore{flags} -- {exe} mcp\n"
+        f"  Codex:        codex mcp add lorestore{flags.replace(' -e ', ' --env ')} -- {exe} mcp\n"
+        f"  Cursor:       .cursor/mcp.json -> "
+        f"{json.dumps({'mcpServers': {'lorestore': cursor}})}\n"
         "Serving now; press Ctrl-D or Ctrl-C to stop.",
         file=sys.stderr,
         flush=True,
