@@ -354,3 +354,14 @@ def test_cli_depends_on_a_file_the_checkout_lacks_says_so(cli: Cli, work_tree: P
     assert cli("read", REPO, "k", "--json").error()["code"] == "not_found"  # nothing written
     kept = cli.ok("write", REPO, "k", "Relies on a file.", "--depends-on", "tests/conftest.py")
     assert kept["lesson"]["depends_on"][0]["path"] == "tests/conftest.py"  # the control
+
+
+def test_cli_recall_says_when_it_knows_no_repository(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli.ok("write", "global", "g", "Read the README first.")
+    monkeypatch.chdir(tmp_path)  # not a git checkout
+    told = cli("recall")
+    assert told.exit_code == 0 and "no repository" in told.stdout and "--repo" in told.stdout
+    given = cli("recall", "--repo", "example/app")  # the control: a repository named
+    assert given.exit_code == 0 and "no repository" not in given.stdout

@@ -226,6 +226,13 @@ def _recall(c: Console, r: RecallResult) -> None:
         f"[dim]{len(r.offered)} offered, {len(r.held)} held, "
         f"{r.tokens_used}/{r.context.budget} tokens · lorestore explain {r.recall_id}[/]"
     )
+    if r.context.repo is None:
+        c.print(
+            "[yellow]no repository[/]: not in a git checkout with a usable remote, and no "
+            "--repo, so no repo or branch lessons were considered (run it in the checkout, or "
+            "pass --repo OWNER/NAME)",
+            highlight=False,
+        )
 
 
 def _explain(c: Console, r: ExplainResult) -> None:
