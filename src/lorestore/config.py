@@ -109,6 +109,22 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
 
 
+# The variables that choose a store: a host that runs `lorestore mcp` needs the same ones.
+STORE_VARIABLES = ("LORESTORE_HOME", "LORESTORE_DATABASE_URL", "LORESTORE_URL")
+
+
+def store_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Those of the variables choosing the store that are set here, with their values."""
+    env = os.environ if env is None else env
+    return {name: env[name] for name in STORE_VARIABLES if env.get(name)}
+
+
+def columns_given(env: Mapping[str, str] | None = None) -> bool:
+    """Whether COLUMNS says how wide output is (else piped output takes the CLI's width)."""
+    env = os.environ if env is None else env
+    return bool(env.get("COLUMNS"))
+
+
 def _user(raw: str) -> str:
     name = raw.strip().lower().removeprefix("user:")
     if not re.match(r"^[a-z0-9][a-z0-9._-]{0,62}$", name):

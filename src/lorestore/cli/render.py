@@ -4,7 +4,6 @@ prints the result model as is."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from lorestore.config import columns_given
 from lorestore.core.errors import LorestoreError
 from lorestore.core.recall import show_controls
 from lorestore.core.records import Lesson
@@ -62,7 +62,7 @@ PIPED_WIDTH = 200
 def make_console(*, stderr: bool = False) -> Console:
     """The console the CLI prints people's output with (stdout, or stderr)."""
     made = Console(stderr=stderr, emoji=False)
-    if not made.is_terminal and "COLUMNS" not in os.environ:
+    if not made.is_terminal and not columns_given():
         made.width = PIPED_WIDTH
     return made
 

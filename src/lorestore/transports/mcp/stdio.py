@@ -15,10 +15,8 @@ from collections.abc import AsyncIterator, Iterator
 from types import FrameType
 from typing import Any
 
-from lorestore.config import Settings
+from lorestore.config import Settings, store_variables
 from lorestore.transports.mcp.server import Invoker
-
-STORE_SETTINGS = ("LORESTORE_HOME", "LORESTORE_DATABASE_URL", "LORESTORE_URL")
 
 
 def announce(settings: Settings) -> None:
@@ -31,7 +29,7 @@ def announce(settings: Settings) -> None:
     )
     # The settings that chose this store travel with the command, or the host's server would
     # open another (~/.lorestore); a token is named, never printed.
-    env = {name: os.environ[name] for name in STORE_SETTINGS if os.environ.get(name)}
+    env = store_variables()
     if settings.remote:
         env["LORESTORE_TOKEN"] = "<an agent's write token>"  # noqa: S105 - a placeholder
     flags = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in env.items())
