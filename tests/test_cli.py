@@ -391,3 +391,19 @@ def test_state_changes_say_what_they_did(cli: Cli) -> None:
         done = cli(*args)
         assert done.exit_code == 0 and done.stdout.startswith(f"{said}: {S} / k"), done.stdout
     assert not cli("read", S, "k").stdout.startswith("read")  # the control: a read just shows
+
+
+def test_binding_says_how_many_of_your_own_lessons_it_routes_to_the_org(cli: Cli) -> None:
+    cli.ok("write", "repo::acme/app", "k", "My own note on acme/app.")
+    cli.ok("write", "branch::acme/app::main", "k", "My own note on main.")
+    cli.ok("org", "create", "acme")
+    bound = cli.ok("org", "bind", "acme", "repo::acme/*")
+    assert bound["own_lessons_routed"] == 2
+    assert cli("read", "repo::acme/app", "k", "--json").error()["code"] == "not_found"
+    cli.ok("org", "unbind", "acme", "repo::acme/*")
+    said = cli("org", "bind", "acme", "repo::acme/*").stdout
+    assert "2 lesson(s) of your own" in said and "until it is unbound" in said
+    # The control: a pattern over none of them routes none, and says nothing of it.
+    other = cli.ok("org", "bind", "acme", "project::billing")
+    assert other["own_lessons_routed"] == 0
+    assert "of your own" not in cli("org", "unbind", "acme", "project::billing").stdout

@@ -416,6 +416,11 @@ class OrgBindingResult(Result):
     org: str
     pattern: str
     bound: bool
+    own_lessons_routed: int = Field(
+        0,
+        description="your own lessons at scopes the pattern covers: bound, reads and writes "
+        "of those scopes go to the org, so these are out of your reach until it is unbound",
+    )
 
 
 class ChainReport(Result):

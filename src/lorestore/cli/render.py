@@ -294,6 +294,13 @@ def _invite(c: Console, r: OrgInviteResult) -> None:
 def _binding(c: Console, r: OrgBindingResult) -> None:
     verb = "bound to" if r.bound else "unbound from"
     c.print(f"{escape(r.pattern)} {verb} {escape(r.org)}")
+    if r.own_lessons_routed:
+        c.print(
+            f"[yellow]note[/]: {r.own_lessons_routed} lesson(s) of your own sit at scopes "
+            f"{escape(r.pattern)} covers; reads and writes there now go to {escape(r.org)}, so "
+            "they are out of your reach (kept, not deleted) until it is unbound",
+            highlight=False,
+        )
 
 
 def _delete(c: Console, r: DeleteResult) -> None:

@@ -16,9 +16,10 @@ import uuid
 from datetime import timedelta
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import normalise_pattern, pattern_within
+from lorestore.auth.tokens import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
+from lorestore.core.scope import parse_scope
 from lorestore.models import (
     MemberInfo,
     NoParams,
@@ -273,4 +274,12 @@ class OrgOperations(ServiceBase):
                 raise LorestoreError("not_found", f"{pattern} is not bound to {org}")
             action = "org.bind" if bind else "org.unbind"  # which tenant owns a scope: audited
             self._audit(tx, actor, action, None, owner=org, detail={"org": org, "pattern": pattern})
-        return OrgBindingResult(org=org, pattern=pattern, bound=bind)
+            # The binder's own lessons there are not the org's: say how many the binding routes
+            # away from their owner (unbinding brings them back).
+            counts = tx.scope_counts([actor.owner], self._now()) if bind else []
+            routed = sum(
+                c.active + c.archived + c.expired + c.rejected
+                for c in counts
+                if scope_allowed((pattern,), parse_scope(c.scope))
+            )
+        return OrgBindingResult(org=org, pattern=pattern, bound=bind, own_lessons_routed=routed)
