@@ -164,6 +164,8 @@ def test_db_cap_limits_active_lessons(cli: Cli) -> None:
     cli.ok("archive", S, "one")  # archiving makes room
     assert cli.ok("write", S, "three", "third")["result"] == "created"
     assert cli("db", "cap", "nobody", "2", "--json").exit_code == 2
+    bad = cli("db", "cap", "user:Bad Name", "2", "--json")  # no principal is made of it
+    assert bad.exit_code == 2 and bad.error()["code"] == "invalid_argument"
 
 
 def test_db_cap_on_a_fresh_postgres_database(cli: Cli, pg_template, pg_database) -> None:  # type: ignore[no-untyped-def]

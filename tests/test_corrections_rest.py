@@ -76,6 +76,13 @@ def test_an_agent_cannot_archive_a_verified_lesson_into_the_purge(api: Api) -> N
     assert error["code"] == "forbidden" and "dispute" in error["hint"]
     lesson = api.ok("memory_read", {"scope": S, "key": "kept"})["lesson"]
     assert (lesson["status"], lesson["trust"]) == ("active", "verified")
+    # Disputing it first is no way around that, for archiving or for an expiry.
+    api.ok("memory_dispute", {"scope": S, "key": "kept", "reason": "stale?"}, token=agent)
+    refused = api.post("memory_archive", {"scope": S, "key": "kept"}, token=agent)
+    assert error_of(refused, 403)["code"] == "forbidden"
+    expiring = {"scope": S, "key": "kept", "value": RIGHT, "ttl_days": 1}
+    assert error_of(api.post("memory_write", expiring, token=agent), 403)["code"] == "forbidden"
+    api.ok("memory_verify", {"scope": S, "key": "kept"}, token=reviewer)
     # Positive controls: the agent archives a candidate; a reviewer archives the verified one.
     api.ok("memory_write", {"scope": S, "key": "draft", "value": WRONG}, token=agent)
     archived = api.ok("memory_archive", {"scope": S, "key": "draft"}, token=agent)

@@ -160,3 +160,34 @@ def test_cli_a_rejected_revision_can_be_lifted(cli: Cli) -> None:
     # Nothing left to lift is said so.
     nothing = cli("reject", S, "pg", "--undo", "--revision", "--reason", "x", "--json")
     assert nothing.exit_code == 1 and nothing.error()["code"] == "not_found"
+
+
+def test_cli_lifting_a_lessons_earlier_rejections_leaves_other_lessons_rejections(
+    cli: Cli,
+) -> None:
+    cli.ok("write", S, "b", "The original advice")
+    cli.ok("verify", S, "b")
+    cli.ok("write", S, "b", "Use value x")  # proposed
+    cli.ok("reject", S, "b", "--revision", "--reason", "not x")
+    cli.ok("reject", S, "b", "--undo", "--revision", "--reason", "x was fine for b")
+    cli.ok("write", S, "a", "Use value x")
+    cli.ok("reject", S, "a", "--reason", "x is wrong for a")
+    cli.ok("write", S, "b", "Use value z")  # proposed
+    cli.ok("reject", S, "b", "--revision", "--reason", "not z")
+    cli.ok("reject", S, "b", "--undo", "--revision", "--reason", "z was fine")
+    assert cli.ok("write", S, "d", "Use value z")["result"] == "created"  # b's lifted
+    # a's own rejection of the same value stays.
+    again = cli("write", S, "c", "Use value x", "--json").error()
+    assert again["code"] == "rejected_value" and again["details"]["key"] == "a"
+    assert f"lorestore reject {S} a --undo --reason" in again["hint"]
+
+
+def test_cli_a_rejected_value_since_corrected_can_still_be_lifted(cli: Cli) -> None:
+    cli.ok("write", S, "l", "A bad value")
+    cli.ok("reject", S, "l", "--reason", "wrong")
+    cli.ok("write", S, "l", "A good value")  # the documented step: a corrected lesson
+    refused = cli("write", S, "m", "A bad value", "--json").error()
+    assert f"lorestore reject {S} l --undo --revision --reason" in refused["hint"]
+    lifted = cli.ok("reject", S, "l", "--undo", "--revision", "--reason", "fine after all")
+    assert lifted["lesson"]["value"] == "A good value"
+    assert cli.ok("write", S, "m", "A bad value")["result"] == "created"  # the control

@@ -177,6 +177,31 @@ def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
     assert f"--env LORESTORE_HOME={home} --" in codex
     config = json.loads(cursor.split("-> ", 1)[1])
     assert config["mcpServers"]["lorestore"]["env"] == {"LORESTORE_HOME": str(home)}
+    # A relative home is made absolute (a host starts elsewhere); a password is never shown.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    relative = subprocess.run(
+        [EXE, "mcp", "--announce"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd=home.parent,
+        env={**env, "LORESTORE_HOME": home.name},
+    )
+    assert f"-e LORESTORE_HOME={home.resolve()} --" in relative.stderr
+    secret = "postgresql://lorestore:s3cret@127.0.0.1:1/db"
+    masked = subprocess.run(
+        [EXE, "mcp", "--announce"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={**env, "LORESTORE_HOME": str(home), "LORESTORE_DATABASE_URL": secret},
+    )
+    assert "lorestore:<password>@127.0.0.1:1/db" in masked.stderr
+    assert "s3cret" not in masked.stderr
 
 
 def test_a_store_file_deleted_under_the_server_refuses_writes(home: Path, cli: Cli) -> None:

@@ -368,6 +368,31 @@ def test_a_lesson_where_the_target_routes_its_scope_to_another_org_is_refused(
     target.close()
 
 
+def test_a_lesson_the_source_itself_set_aside_is_copied_as_it_is(
+    tmp_path: Path, pg: tuple[str, str], clock: Clock
+) -> None:
+    """Alice's own lesson under a pattern she then bound to her org is set aside in the source
+    (it comes back on unbind): copied with the binding, it is set aside the same way."""
+    from lorestore.models import OrgBindParams, OrgCreateParams
+
+    path = tmp_path / "source.db"
+    store = SQLiteStore(path)
+    service = LessonService(store, clock=clock)
+    write(service, ALICE, "repo::acme/web", "personal", "Alice's own note.")
+    service.org_create(ALICE, OrgCreateParams(slug="acme", name="Acme"))
+    bound = service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    assert bound.own_lessons_routed == 1
+    store.close()
+    report = migrate(sqlite_url(path), pg[0])
+    assert [r for r in report["refused"] if r["table"] == "lessons"] == []
+    assert counts_of(report, "copied")["lessons"] == 1
+    target = PostgresStore(pg[1], max_size=2)
+    there = LessonService(target, clock=clock)
+    there.org_unbind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    assert read_value(there, ALICE, "repo::acme/web", "personal") == "Alice's own note."
+    target.close()
+
+
 def test_dry_run_writes_nothing(
     source: tuple[Path, dict[str, str]], pg: tuple[str, str], tmp_path: Path, clock: Clock
 ) -> None:

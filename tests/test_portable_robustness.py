@@ -302,21 +302,21 @@ def test_a_lesson_without_extension_fields_is_written_as_the_json_module_writes_
     assert jsonl.encode(record) == jsonl.encode(dict(record))
 
 
-def test_an_archived_lesson_without_archived_at_is_an_invalid_line(
+def test_an_archived_lesson_without_archived_at_takes_its_updated_at(
     service: LessonService,
 ) -> None:
     """The purge sweep counts an archived lesson's retention from archived_at: without it the
-    lesson would never be purged."""
-    then = "2026-01-02T00:00:00.000000Z"
-    result, problems = _invalid(
-        service, [line(lesson("timeless", "archived, but when?", status="archived"))]
-    )
-    assert [n for n, _ in problems] == [3]
-    assert "archived_at" in problems[0][1]
-    assert result.lessons.added == 2
-    # The control: with the time it was archived, it lands archived.
-    kept = import_lines(
-        service,
-        [header(), line(lesson("dated", "archived then", status="archived", archived_at=then))],
-    )
-    assert kept.lessons.added == 1 and not kept.problems
+    lesson would never be purged, so it takes the record's updated_at."""
+    updated = "2026-01-02T00:00:00.000000Z"
+    record = lesson("timeless", "archived, but when?", status="archived", updated_at=updated)
+    result = import_lines(service, [header(), line(record)])
+    assert result.lessons.added == 1 and not result.problems
+    (kept,) = [r for r in export_lines_of(service) if r.get("key") == "timeless"]
+    assert (kept["status"], kept["archived_at"]) == ("archived", updated)
+    # The control: a time given is kept.
+    dated = lesson("dated", "archived then", status="archived", archived_at=updated)
+    assert import_lines(service, [header(), line(dated)]).lessons.added == 1
+
+
+def export_lines_of(service: LessonService) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in export_lines(service)[1:]]

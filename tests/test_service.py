@@ -555,3 +555,14 @@ def test_a_sighting_with_another_window_is_refused_not_dropped(service: LessonSe
     assert write(service, "Deploys freeze on Fridays", session="s-4").result == "seen"
     updated = write(service, "Deploys freeze on Fridays until 2021", valid_to="2021-01-01")
     assert updated.result == "updated" and updated.lesson.valid_to.startswith("2021-01-01")
+    # A proposal for a verified lesson, repeated with another window, is refused alike.
+    from lorestore.models import VerifyParams
+
+    service.memory_verify(local_actor(), VerifyParams(scope=S, key="k"))
+    proposed = write(service, "Deploys freeze on Thursdays", valid_from="2024-01-01")
+    assert proposed.result == "proposed"
+    with pytest.raises(LorestoreError) as moved:
+        write(service, "Deploys freeze on Thursdays", valid_from="2025-06-01")
+    assert moved.value.code == "invalid_argument"
+    same = write(service, "Deploys freeze on Thursdays", valid_from="2024-01-01")
+    assert same.result == "proposed"  # the control

@@ -184,6 +184,11 @@ def test_default_ignorable_characters_are_not_part_of_a_value(invisible: str) ->
     assert digest_with_ignorables(hidden) == _digest_before_ignorables(hidden)
     # Positive control: a visible difference is still a different value.
     assert value_digest(value.replace("bulk", "bu lk")) != value_digest(value)
+    # A value of invisible characters alone is blank, as one of spaces is.
+    with pytest.raises(LorestoreError) as blank:
+        validate_value(f" {invisible}{invisible} ")
+    assert blank.value.code == "invalid_value"
+    assert validate_value(f"x{invisible}") == f"x{invisible}"  # kept as given
 
 
 @given(st.text(min_size=1, max_size=200))

@@ -122,7 +122,7 @@ def store_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
 def columns_given(env: Mapping[str, str] | None = None) -> bool:
     """Whether COLUMNS says how wide output is (else piped output takes the CLI's width)."""
     env = os.environ if env is None else env
-    return bool(env.get("COLUMNS"))
+    return env.get("COLUMNS", "").strip().isdigit()
 
 
 def _user(raw: str) -> str:

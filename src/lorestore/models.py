@@ -288,7 +288,8 @@ class RejectParams(Address):
     revision: bool = Field(
         False,
         description="reject the pending proposed revision instead (with undo: lift the "
-        "rejections of the lesson's rejected revisions)",
+        "rejections of values the lesson no longer serves: rejected revisions, or its value "
+        "before a correction)",
     )
     undo: bool = Field(False, description="lift this lesson's rejection (a reviewer's call)")
 

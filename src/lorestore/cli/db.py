@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import replace
 from typing import Annotated
@@ -117,7 +118,8 @@ def cap_command(
 
     try:
         kind, _, name = owner.strip().lower().partition(":")
-        if kind not in ("user", "org") or not name or not 0 <= limit <= 10_000_000:
+        named = re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,62}", name)  # a user's or org's name
+        if kind not in ("user", "org") or not named or not 0 <= limit <= 10_000_000:
             raise LorestoreError(
                 "invalid_argument",
                 f"{owner!r} {limit}: the owner is user:NAME or org:SLUG and the limit 0-10,000,000",

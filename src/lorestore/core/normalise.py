@@ -32,6 +32,11 @@ def normalise_value(value: str) -> str:
     return _folded(value)
 
 
+def is_blank(value: str) -> bool:
+    """Whether the value shows nothing: only whitespace and default-ignorable characters."""
+    return not (value if value.isascii() else _IGNORABLE.sub("", value)).strip()
+
+
 def _folded(value: str) -> str:
     text = unicodedata.normalize("NFKC", value).casefold()
     # casefold can produce sequences that NFKC would compose differently; normalise again.

@@ -6,6 +6,7 @@ import re
 from datetime import datetime, timedelta
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import is_blank
 
 MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 64 * 1024
@@ -71,10 +72,11 @@ def validate_address(scope: str, key: str) -> None:
 
 def validate_value(value: str) -> str:
     """A value is 1 B - 64 KiB of UTF-8, counted in bytes; it is stored exactly as given."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or is_blank(value):
         raise LorestoreError(
             "invalid_value",
-            "a lesson value is required and cannot be blank",
+            "a lesson value is required and cannot be blank (whitespace and invisible "
+            "characters only)",
             hint="pass the text as an argument or on stdin",
         )
     size = len(value.encode("utf-8", errors="surrogatepass"))

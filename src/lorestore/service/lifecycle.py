@@ -19,7 +19,7 @@ from lorestore.models import (
     PurgeResult,
 )
 from lorestore.service.base import ServiceBase, address, bounded
-from lorestore.service.writes import check_tombstone
+from lorestore.service.writes import CURATED, check_tombstone
 from lorestore.storage.protocol import StoredLesson, Transaction
 
 PURGE_BATCH = 500
@@ -73,14 +73,19 @@ class LifecycleOperations(ServiceBase):
         """A verified lesson is archived by a reviewer, as it is changed, relabelled or set to
         expire by one: the purge sweep erases what stays archived past the retention, a
         delete an agent may not make."""
-        if stored.lesson.trust == "verified" and not actor.can("review"):
+        trust = stored.lesson.trust
+        if trust in CURATED and not actor.can("review"):
             raise LorestoreError(
                 "forbidden",
-                "archiving a verified lesson is a reviewer's call (the purge sweep erases "
+                f"archiving a {trust} lesson is a reviewer's call (the purge sweep erases "
                 "archived lessons after the retention days)",
-                hint="dispute it with a reason if it is wrong: `lorestore dispute SCOPE KEY "
-                "--reason ...`; a reviewer then verifies or rejects it",
-                details={"trust": "verified"},
+                hint=(
+                    "dispute it with a reason if it is wrong: `lorestore dispute SCOPE KEY "
+                    "--reason ...`; a reviewer then verifies or rejects it"
+                    if trust == "verified"
+                    else "it is disputed already: a reviewer verifies or rejects it"
+                ),
+                details={"trust": trust},
             )
 
     def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:

@@ -252,10 +252,16 @@ class ReviewOperations(ServiceBase):
     def _undo_revisions(
         self, tx: Transaction, actor: Actor, stored: StoredLesson, review: Review
     ) -> Lesson:
-        """Lift the tombstones of this lesson's rejected revisions at its scope: their values
-        may be proposed again (the versions stay ``rejected`` in the history)."""
+        """Lift the tombstones this lesson left at its scope for values it no longer serves: a
+        rejected revision's, or its own value rejected before a corrected one replaced it.
+        Those values may be written again (the versions keep their states in the history);
+        another lesson's rejection of the same value stays."""
         lesson = stored.lesson
-        revisions = [v for v in tx.versions(stored.pk, lesson.id) if v.state == "rejected"]
+        served = set(value_digests(lesson.value))
+        revisions = [
+            v for v in tx.versions(stored.pk, lesson.id) if not served & set(value_digests(v.value))
+        ]
+        digests = dict.fromkeys(d for v in revisions for d in value_digests(v.value))
         lifted = sum(
             tx.lift_tombstones(
                 owner_key(lesson),
@@ -264,14 +270,14 @@ class ReviewOperations(ServiceBase):
                 lifted_by=actor.principal,
                 at=review.at,
                 reason=review.note or "",
+                lesson_id=lesson.id,
             )
-            for version in revisions
-            for digest in value_digests(version.value)
+            for digest in digests
         )
         if not lifted:
             raise LorestoreError(
                 "not_found",
-                f"no rejected revision of {lesson.scope} / {lesson.key} is refused here",
+                f"no earlier value or revision of {lesson.scope} / {lesson.key} is refused here",
                 hint="drop --revision to lift the rejection of the lesson itself",
             )
         updated = lesson.model_copy(update={"updated_at": review.at})

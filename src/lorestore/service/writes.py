@@ -19,7 +19,14 @@ from typing import Any
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest, value_digests
-from lorestore.core.records import Dependency, Lesson, Source, format_ts, normalise_ts
+from lorestore.core.records import (
+    Dependency,
+    Lesson,
+    LessonVersion,
+    Source,
+    format_ts,
+    normalise_ts,
+)
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import (
     validate_address,
@@ -43,7 +50,15 @@ def check_tombstone(tx: Transaction, owner: str, scope: Scope, value: str) -> No
             raise rejected_value(tx, tomb)
 
 
-def _check_same_window(current: Lesson, valid_from: str | None, valid_to: str | None) -> None:
+# Lessons whose value, labels, expiry and archiving are a reviewer's: verified ones, and
+# disputed ones (withheld until a reviewer verifies or rejects them; disputing first is no
+# way around review).
+CURATED = ("verified", "disputed")
+
+
+def _check_same_window(
+    current: Lesson | LessonVersion, valid_from: str | None, valid_to: str | None
+) -> None:
     """A sighting of the lesson's value keeps its world-time window: one given that differs
     is refused rather than dropped (each version carries the window it was written with)."""
     moved = [
@@ -80,8 +95,10 @@ def rejected_value(tx: Transaction, tomb: Tombstone) -> LorestoreError:
     if found:
         lesson = found[0].lesson
         details["key"] = lesson.key
-        # A lesson served still was rejected a revision of, not itself.
-        revision = "" if lesson.trust == "rejected" else " --revision"
+        # Its own value, rejected: --undo; a revision's, or a value it has since replaced:
+        # --undo --revision.
+        own = lesson.trust == "rejected" and tomb.value_digest in value_digests(lesson.value)
+        revision = "" if own else " --revision"
         lift = (
             "a reviewer can lift the rejection with `lorestore reject "
             f"{shlex.quote(lesson.scope)} {shlex.quote(lesson.key)} --undo{revision} "
@@ -229,10 +246,11 @@ class WriteOperations(ServiceBase):
 
     @staticmethod
     def _check_curation(actor: Actor, current: Lesson, changes: dict[str, Any]) -> None:
-        """A verified lesson's tags and expiry are a reviewer's to change, as its value is: an
-        agent's repeat sighting counts, but may not relabel it or set it to expire (the
-        maintenance sweep would then erase it, a delete the agent may not make)."""
-        if current.trust != "verified" or actor.can("review"):
+        """A verified lesson's tags and expiry are a reviewer's to change, as its value is (and
+        a disputed one's, which waits for a reviewer's decision): an agent's repeat sighting
+        counts, but may not relabel it or set it to expire (the maintenance sweep would then
+        erase it, a delete the agent may not make)."""
+        if current.trust not in CURATED or actor.can("review"):
             return
         changed = [
             name
@@ -242,7 +260,8 @@ class WriteOperations(ServiceBase):
         if changed:
             raise LorestoreError(
                 "forbidden",
-                f"the {' and '.join(changed)} of a verified lesson change only by a reviewer",
+                f"the {' and '.join(changed)} of a {current.trust} lesson change only by a "
+                "reviewer",
                 hint="write the same value without tags or TTL to count a sighting; ask a person "
                 "to change them",
                 details={"fields": changed},
@@ -362,6 +381,7 @@ class WriteOperations(ServiceBase):
         if pending is not None:
             proposal = tx.version(stored.pk, lesson.id, pending)
             if proposal is not None and value_digest(proposal.value) == digest:
+                _check_same_window(proposal, changes["valid_from"], changes["valid_to"])
                 if served.expires_at != lesson.expires_at:
                     tx.save_lesson(stored.pk, served, stored.value_digest, pending)
                     version = (lesson.version, stored.value_digest)

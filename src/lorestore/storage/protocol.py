@@ -150,7 +150,15 @@ class Transaction(Protocol):
     def insert_tombstone(self, tombstone: Tombstone) -> None: ...
 
     def lift_tombstones(
-        self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
+        self,
+        owner: str,
+        scope: str,
+        value_digest: str,
+        *,
+        lifted_by: str,
+        at: str,
+        reason: str,
+        lesson_id: str | None = None,
     ) -> int:
         """Lift the live tombstones of a value at a scope; returns how many."""
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
-from lorestore.core.scope import parse_scope
+from lorestore.core.scope import Scope, parse_scope
 from lorestore.storage.rows import dumps
 
 Row = dict[str, Any]
@@ -111,10 +111,13 @@ class Reconciler:
         self._landed: set[str] = set()  # lessons whose target row is the source's
         self._chain_at: dict[str, int] = defaultdict(int)
         self._diverged: set[str] = set()
+        self._source_patterns: dict[str, str] = {}  # the source's bindings: pattern -> org
 
     def decide(self, table: Table, row: Row) -> Outcome:
         if table.name == "audit_log":
             return self._audit(row)
+        if table.name == "scope_bindings":
+            self._source_patterns[row["pattern"]] = row["org"]
         key = table.key_of(row)
         held = self.snapshot.digests[table.name].get(key)
         if held is not None:
@@ -139,8 +142,6 @@ class Reconciler:
             return "refused"
         if table.name == "lessons":
             self._landed.add(row["id"])
-        elif table.name == "scope_bindings":
-            self.snapshot.note(table.name, row)  # it routes the lessons copied after it
         return "copied"
 
     def _guard(self, table: str, row: Row) -> Refusal | None:
@@ -196,19 +197,20 @@ class Reconciler:
         )
 
     def _bound(self, row: Row) -> Refusal | None:
-        """A lesson at a scope the target routes to another org (its most specific binding,
-        as every operation resolves it) would be out of its owner's reach there: reads and
-        writes of that scope go to the org."""
+        """A lesson at a scope the target already routes to another org (its most specific
+        binding, as every operation resolves it) than the source does would be out of its
+        owner's reach there: reads and writes of that scope go to the org. One the source
+        routes the same way (set aside by a binding there too) is copied as it is."""
         try:
             scope = parse_scope(row["scope"])
         except LorestoreError:
             return None
-        matches = [p for p in self.snapshot.patterns if scope_allowed((p,), scope)]
-        if not matches:
+        routed = _route(self.snapshot.patterns, scope)
+        if routed is None:
             return None
-        pattern = min(matches, key=lambda p: ("*" in p, -len(p)))
-        org = self.snapshot.patterns[pattern]
-        if org == row["owner"]:
+        pattern, org = routed
+        source = _route(self._source_patterns, scope)
+        if org == row["owner"] or (source is not None and source[1] == org):
             return None
         return Refusal(
             "lessons",
@@ -248,6 +250,15 @@ class Reconciler:
 
     def _refuse(self, table: str, key: tuple[Any, ...], reason: str, message: str) -> None:
         self.left_out.append(Refusal(table, _text(key), reason, message))
+
+
+def _route(patterns: dict[str, str], scope: Scope) -> tuple[str, str] | None:
+    """The binding (pattern, org) that routes ``scope``: the most specific that covers it."""
+    matches = [p for p in patterns if scope_allowed((p,), scope)]
+    if not matches:
+        return None
+    pattern = min(matches, key=lambda p: ("*" in p, -len(p)))
+    return pattern, patterns[pattern]
 
 
 def _ladder(scope: str) -> set[str]:

@@ -108,11 +108,11 @@ VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(value_digest)s, %(reason)s, %(acto
     %(created_at)s::timestamptz, %(lesson_id)s::uuid);
 
 -- name: lift_tombstones
--- Lift the live tombstones of a value at one scope.
+-- Lift the live tombstones of a value at one scope (only those one lesson left, given its id).
 UPDATE tombstones
 SET lifted_at = %(at)s::timestamptz, lifted_by = %(lifted_by)s, lift_reason = %(reason)s
 WHERE owner = %(owner)s AND scope = %(scope)s AND value_digest = %(value_digest)s
-  AND lifted_at IS NULL;
+  AND lifted_at IS NULL AND (%(lesson_id)s::uuid IS NULL OR lesson_id = %(lesson_id)s::uuid);
 
 -- name: lessons_with_digest
 -- Lessons of an owner serving a value with this digest, in any scope, archived ones too (a

@@ -181,7 +181,15 @@ class PostgresTransaction(PortablePrimitives):
         self._exec("insert_tombstone", tombstone_params(tombstone))
 
     def lift_tombstones(
-        self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
+        self,
+        owner: str,
+        scope: str,
+        value_digest: str,
+        *,
+        lifted_by: str,
+        at: str,
+        reason: str,
+        lesson_id: str | None = None,
     ) -> int:
         params = {
             "owner": owner,
@@ -190,6 +198,7 @@ class PostgresTransaction(PortablePrimitives):
             "lifted_by": lifted_by,
             "at": at,
             "reason": reason,
+            "lesson_id": lesson_id,
         }
         return self._exec("lift_tombstones", params).rowcount
 

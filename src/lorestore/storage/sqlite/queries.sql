@@ -134,9 +134,10 @@ INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_a
 VALUES (:id, :owner, :scope, :value_digest, :reason, :actor, :created_at, :lesson_id);
 
 -- name: lift_tombstones
--- Lift the live tombstones of a value at one scope.
+-- Lift the live tombstones of a value at one scope (only those one lesson left, given its id).
 UPDATE tombstones SET lifted_at = :at, lifted_by = :lifted_by, lift_reason = :reason
-WHERE owner = :owner AND scope = :scope AND value_digest = :value_digest AND lifted_at IS NULL;
+WHERE owner = :owner AND scope = :scope AND value_digest = :value_digest AND lifted_at IS NULL
+  AND (:lesson_id IS NULL OR lesson_id = :lesson_id);
 
 -- name: lessons_with_digest
 -- Lessons of an owner serving a value with this digest, in any scope, archived ones too (a

@@ -192,7 +192,15 @@ class SQLiteTransaction(PortablePrimitives):
         self._conn.execute(Q["insert_tombstone"], tombstone_params(tombstone))
 
     def lift_tombstones(
-        self, owner: str, scope: str, value_digest: str, *, lifted_by: str, at: str, reason: str
+        self,
+        owner: str,
+        scope: str,
+        value_digest: str,
+        *,
+        lifted_by: str,
+        at: str,
+        reason: str,
+        lesson_id: str | None = None,
     ) -> int:
         cur = self._conn.execute(
             Q["lift_tombstones"],
@@ -203,6 +211,7 @@ class SQLiteTransaction(PortablePrimitives):
                 "lifted_by": lifted_by,
                 "at": at,
                 "reason": reason,
+                "lesson_id": lesson_id,
             },
         )
         return cur.rowcount

@@ -14,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from lorestore.config import Settings, store_variables
 from lorestore.transports.mcp.server import Invoker
@@ -22,15 +23,28 @@ from lorestore.transports.mcp.server import Invoker
 def announce(settings: Settings) -> None:
     """Tell a person at a terminal how to connect a host; stdout stays the protocol channel."""
     exe = shutil.which("lorestore") or f"{sys.prefix}/bin/lorestore"
-    where = (
-        f"remote server {settings.url}"
-        if settings.remote
-        else f"embedded store at {settings.sqlite_path}"
-    )
-    # The settings that chose this store travel with the command, or the host's server would
-    # open another (~/.lorestore); a token is named, never printed.
-    env = store_variables()
+    postgres = settings.database_url.startswith(("postgresql://", "postgres://"))
     if settings.remote:
+        where = f"remote server {settings.url}"
+    elif postgres:
+        where = f"PostgreSQL database {_without_password(settings.database_url)}"
+    else:
+        where = f"embedded store at {settings.sqlite_path}"
+    # The settings that chose this store travel with the command, or the host's server would
+    # open another (~/.lorestore): paths made absolute (a host starts elsewhere), a password
+    # or token named, never printed.
+    given = store_variables()
+    env: dict[str, str] = {}
+    if "LORESTORE_HOME" in given:
+        env["LORESTORE_HOME"] = str(settings.home.expanduser().resolve())
+    if "LORESTORE_DATABASE_URL" in given:
+        env["LORESTORE_DATABASE_URL"] = (
+            _without_password(settings.database_url)
+            if postgres
+            else f"sqlite:///{settings.sqlite_path.resolve()}"
+        )
+    if settings.remote:
+        env["LORESTORE_URL"] = str(settings.url)
         env["LORESTORE_TOKEN"] = "<an agent's write token>"  # noqa: S105 - a placeholder
     flags = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in env.items())
     cursor: dict[str, Any] = {"command": exe, "args": ["mcp"], **({"env": env} if env else {})}
@@ -45,6 +59,15 @@ def announce(settings: Settings) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def _without_password(url: str) -> str:
+    """A database URL as it may be shown: its password, if any, named and not printed."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":<password>@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _without_lone_surrogates(value: Any) -> tuple[Any, bool]:
