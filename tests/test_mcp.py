@@ -153,18 +153,25 @@ def test_one_server_process_is_one_session(home: Path) -> None:
     run_mcp(home, second)
 
 
-def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
+def _announce(cwd: Path | None = None, **env: str) -> Any:
+    """`lorestore mcp --announce` with stdin closed, under these LORESTORE_ settings alone."""
     import subprocess
 
-    done = subprocess.run(
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    return subprocess.run(
         [EXE, "mcp", "--announce"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
-        env={**os.environ, "LORESTORE_HOME": str(home)},
+        cwd=cwd,
+        env={**clean, **env},
     )
+
+
+def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
+    done = _announce(LORESTORE_HOME=str(home))
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # stdout is the protocol channel
     assert "claude mcp add lorestore" in done.stderr and str(home) in done.stderr
@@ -178,28 +185,10 @@ def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
     config = json.loads(cursor.split("-> ", 1)[1])
     assert config["mcpServers"]["lorestore"]["env"] == {"LORESTORE_HOME": str(home)}
     # A relative home is made absolute (a host starts elsewhere); a password is never shown.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
-    relative = subprocess.run(
-        [EXE, "mcp", "--announce"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        cwd=home.parent,
-        env={**env, "LORESTORE_HOME": home.name},
-    )
+    relative = _announce(home.parent, LORESTORE_HOME=home.name)
     assert f"-e LORESTORE_HOME={home.resolve()} --" in relative.stderr
     secret = "postgresql://lorestore:s3cret@127.0.0.1:1/db"
-    masked = subprocess.run(
-        [EXE, "mcp", "--announce"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env={**env, "LORESTORE_HOME": str(home), "LORESTORE_DATABASE_URL": secret},
-    )
+    masked = _announce(LORESTORE_HOME=str(home), LORESTORE_DATABASE_URL=secret)
     assert "lorestore:<password>@127.0.0.1:1/db" in masked.stderr
     assert "s3cret" not in masked.stderr
 

@@ -8,6 +8,7 @@ the MCP server's agent session does not have.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import scope_allowed
@@ -262,18 +263,7 @@ class ReviewOperations(ServiceBase):
             v for v in tx.versions(stored.pk, lesson.id) if not served & set(value_digests(v.value))
         ]
         digests = dict.fromkeys(d for v in revisions for d in value_digests(v.value))
-        lifted = sum(
-            tx.lift_tombstones(
-                owner_key(lesson),
-                lesson.scope,
-                digest,
-                lifted_by=actor.principal,
-                at=review.at,
-                reason=review.note or "",
-                lesson_id=lesson.id,
-            )
-            for digest in digests
-        )
+        lifted = _lift(tx, actor, lesson, digests, review, lesson_id=lesson.id)
         if not lifted:
             raise LorestoreError(
                 "not_found",
@@ -311,17 +301,7 @@ class ReviewOperations(ServiceBase):
                 details={"trust": lesson.trust},
             )
         trust = transition(lesson.trust, "undo_reject")
-        lifted = sum(
-            tx.lift_tombstones(
-                owner_key(lesson),
-                lesson.scope,
-                digest,
-                lifted_by=actor.principal,
-                at=review.at,
-                reason=review.note or "",
-            )
-            for digest in value_digests(lesson.value)
-        )
+        lifted = _lift(tx, actor, lesson, value_digests(lesson.value), review)
         try:  # a rejection made further up still holds the value: lift it there, not here
             check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), lesson.value)
         except LorestoreError as still:
@@ -398,3 +378,27 @@ class ReviewOperations(ServiceBase):
                     )
                 )
         return ReviewQueueResult(items=items)
+
+
+def _lift(
+    tx: Transaction,
+    actor: Actor,
+    lesson: Lesson,
+    digests: Iterable[str],
+    review: Review,
+    lesson_id: str | None = None,
+) -> int:
+    """Lift the live tombstones of these value digests at the lesson's scope (only those
+    ``lesson_id`` left, when given); how many were lifted."""
+    return sum(
+        tx.lift_tombstones(
+            owner_key(lesson),
+            lesson.scope,
+            digest,
+            lifted_by=actor.principal,
+            at=review.at,
+            reason=review.note or "",
+            lesson_id=lesson_id,
+        )
+        for digest in digests
+    )
