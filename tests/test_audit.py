@@ -10,6 +10,7 @@ from tests.conftest import app_connection, table_rows, tamper_audit
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.audit import first_break
+from lorestore.core.errors import LorestoreError
 from lorestore.models import AuditParams, ChangeParams, DeleteParams, NoParams, WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
@@ -103,6 +104,11 @@ def test_audit_filters(service: LessonService, clock) -> None:  # type: ignore[n
     assert page.next_cursor
     rest = service.memory_audit(actor, AuditParams(limit=1, cursor=page.next_cursor))
     assert [e.key for e in page.events + rest.events] == ["b", "a"]
+    # Given empty, a scope or key is a mistake, never "all" (omitted is all).
+    for empty, code in ({"scope": ""}, "invalid_scope"), ({"key": ""}, "invalid_key"):
+        with pytest.raises(LorestoreError) as err:
+            service.memory_audit(actor, AuditParams(**empty))
+        assert err.value.code == code
 
 
 def test_versions_are_immutable(service: LessonService, store: Store) -> None:

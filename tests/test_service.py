@@ -566,3 +566,23 @@ def test_a_sighting_with_another_window_is_refused_not_dropped(service: LessonSe
     assert moved.value.code == "invalid_argument"
     same = write(service, "Deploys freeze on Thursdays", valid_from="2024-01-01")
     assert same.result == "proposed"  # the control
+
+
+def test_as_of_at_a_versions_own_time_reports_the_lesson_as_it_was(store) -> None:  # type: ignore[no-untyped-def]
+    """A clock that moves between every reading (as a real one does): the write's audit event
+    carries the version's time, so an as_of read at that time finds its trust; a revision
+    proposed later is not reported pending then."""
+    from datetime import UTC, datetime, timedelta
+
+    from lorestore.models import VerifyParams
+
+    ticks = iter(range(10_000))
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    service = LessonService(store, clock=lambda: start + timedelta(milliseconds=next(ticks)))
+    first = write(service, "Use the local Postgres")
+    service.memory_verify(local_actor(), VerifyParams(scope=S, key="k"))
+    assert write(service, "Use the Postgres container").result == "proposed"
+    then = read(service, as_of=first.lesson.recorded_at)
+    assert (then.trust, then.pending_revision) == ("candidate", False)
+    now = read(service)  # the control: as it stands
+    assert (now.trust, now.pending_revision) == ("verified", True)

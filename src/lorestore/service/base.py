@@ -250,6 +250,7 @@ class ServiceBase:
         reason: str | None = None,
         detail: dict[str, Any] | None = None,
         owner: str | None = None,
+        at: str | None = None,
     ) -> None:
         """Append one event to the owner's hash-chained audit log, inside ``tx``.
 
@@ -258,7 +259,7 @@ class ServiceBase:
         """
         event: dict[str, Any] = {
             "owner": owner_key(lesson) if lesson else (owner or actor.owner),
-            "at": self._now(),
+            "at": at or self._now(),  # a write's own time, so as_of reads meet its event
             "actor": actor.principal,
             "action": action,
             "scope": lesson.scope if lesson else None,

@@ -84,6 +84,9 @@ class ReadOperations(ServiceBase):
                 if lesson.updated_at > as_of and version is not None:
                     # Not a change made since: the version's own time, as known then.
                     then["updated_at"] = version.accepted_at or version.recorded_at
+                if stored.pending_version is not None:  # proposed by then, or only since
+                    pending = tx.version(stored.pk, lesson.id, stored.pending_version)
+                    then["pending_revision"] = pending is not None and pending.recorded_at <= as_of
             if version is not None and valid_at is not None and as_of is None:
                 # What was true then: a value rejected since never was (as of now).
                 try:
@@ -214,10 +217,11 @@ class ReadOperations(ServiceBase):
         return AuditVerifyResult(ok=all(c.ok for c in chains), chains=chains)
 
     def memory_audit(self, actor: Actor, p: AuditParams) -> AuditResult:
-        scope = parse_scope(p.scope).text if p.scope else None
+        # Omitted is every scope (or key); given empty is a mistake, never "all".
+        scope = parse_scope(p.scope).text if p.scope is not None else None
         self._authorise(actor, "read", *([scope] if scope else []))
         limit = bounded("limit", p.limit, 1, 500)
-        key = validate_key(p.key) if p.key else None
+        key = validate_key(p.key) if p.key is not None else None
         since = normalise_ts(p.since, field="since")
         until = normalise_ts(p.until, field="until")
         if since and until and until <= since:  # as export says it: an empty window is a mistake

@@ -212,7 +212,7 @@ class WriteOperations(ServiceBase):
                 tx.insert_version(pk, version_of(lesson, digest, actor))
                 if session:
                     tx.add_session(pk, digest, session, now)
-                self._audit(tx, actor, "write.created", lesson, after=(1, digest))
+                self._audit(tx, actor, "write.created", lesson, after=(1, digest), at=now)
                 return WriteResult(result="created", lesson=lesson)
             current = stored.lesson
             self._check_writable(current, now, ttl is not None or p.clear_ttl)
@@ -356,6 +356,7 @@ class WriteOperations(ServiceBase):
             before=(lesson.version, stored.value_digest),
             after=(updated.version, digest),
             detail={"trust_before": lesson.trust},
+            at=changes["recorded_at"],
         )
         return WriteResult(result="updated", lesson=updated)
 
