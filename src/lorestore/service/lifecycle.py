@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
+from lorestore.core.normalise import value_digests
 from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
@@ -47,7 +48,7 @@ class LifecycleOperations(ServiceBase):
                 self._check_archivable(actor, stored)
             if status == "active" and stored.lesson.trust != "rejected":
                 # A value rejected while this copy was archived must not come back with it.
-                check_tombstone(tx, owner, parse_scope(scope), stored.lesson.value)
+                check_tombstone(tx, owner, parse_scope(scope), value_digests(stored.lesson.value))
             updated = stored.lesson.model_copy(
                 update={
                     "status": status,

@@ -12,6 +12,7 @@ from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import scope_allowed
 from lorestore.core.audit import first_break
 from lorestore.core.errors import LorestoreError, not_found
+from lorestore.core.normalise import value_digests
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.search import (
@@ -90,7 +91,7 @@ class ReadOperations(ServiceBase):
             if version is not None and valid_at is not None and as_of is None:
                 # What was true then: a value rejected since never was (as of now).
                 try:
-                    check_tombstone(tx, owner, parse_scope(scope), version.value)
+                    check_tombstone(tx, owner, parse_scope(scope), value_digests(version.value))
                 except LorestoreError as rejected:
                     raise LorestoreError(
                         "not_found",

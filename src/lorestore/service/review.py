@@ -88,7 +88,9 @@ class ReviewOperations(ServiceBase):
         lesson = stored.lesson
         proposal = self._proposal(tx, stored)
         # The proposed value may have been rejected elsewhere since it was proposed.
-        check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), proposal.value)
+        check_tombstone(
+            tx, owner_key(lesson), parse_scope(lesson.scope), value_digests(proposal.value)
+        )
         tx.set_version_state(stored.pk, proposal.version, "accepted", accepted_at=review.at)
         updated = lesson.model_copy(
             update={
@@ -301,9 +303,10 @@ class ReviewOperations(ServiceBase):
                 details={"trust": lesson.trust},
             )
         trust = transition(lesson.trust, "undo_reject")
-        lifted = _lift(tx, actor, lesson, value_digests(lesson.value), review)
+        digests = value_digests(lesson.value)
+        lifted = _lift(tx, actor, lesson, digests, review)
         try:  # a rejection made further up still holds the value: lift it there, not here
-            check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), lesson.value)
+            check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), digests)
         except LorestoreError as still:
             raise LorestoreError(
                 "conflict",

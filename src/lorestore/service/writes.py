@@ -12,6 +12,7 @@ import json
 import re
 import shlex
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import PurePosixPath
 from typing import Any
@@ -40,11 +41,11 @@ from lorestore.service.base import ServiceBase, bounded, is_expired, owner_dict,
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
-def check_tombstone(tx: Transaction, owner: str, scope: Scope, value: str) -> None:
-    """Refuse a value rejected at this scope or any broader one, in any case or form (under
-    any digest a store may hold for it)."""
+def check_tombstone(tx: Transaction, owner: str, scope: Scope, digests: Sequence[str]) -> None:
+    """Refuse a value rejected at this scope or any broader one, in any case or form:
+    ``digests`` are every digest a store may hold for it (``value_digests``)."""
     scopes = [scope.text, *(s.text for s in scope.broader())]
-    for digest in value_digests(value):
+    for digest in digests:
         tomb = tx.find_tombstone(owner, scopes, digest)
         if tomb is not None:
             raise rejected_value(tx, tomb)
@@ -170,7 +171,8 @@ class WriteOperations(ServiceBase):
         valid_to = normalise_ts(p.valid_to, field="valid_to")
         if valid_from and valid_to and valid_to < valid_from:
             raise LorestoreError("invalid_time", "valid_to is before valid_from")
-        digest = value_digest(value)
+        digests = value_digests(value)
+        digest = digests[0]
         depends_on = _dependencies(p.depends_on)
         # An agent's session is its process's (or its connection's): one it names itself in
         # the call cannot count as another session towards corroboration.
@@ -185,7 +187,7 @@ class WriteOperations(ServiceBase):
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope.text, write=True)
             tx.lock_corrections(owner, exclusive=False)
-            check_tombstone(tx, owner, scope, value)
+            check_tombstone(tx, owner, scope, digests)
             stored = tx.lesson_at(owner, scope.text, key)
             self._check_if_version(p.if_version, stored)
             if stored is None:
