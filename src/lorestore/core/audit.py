@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lorestore.core.jsontext import compact_encoder
+
 GENESIS = "0" * 64
 CHAINED_FIELDS = (
     "owner",
@@ -24,16 +26,16 @@ CHAINED_FIELDS = (
     "reason",
     "detail",
 )
-# One encoder for every event: json.dumps with arguments builds a new encoder per call, a
-# third of the cost of hashing an event. Same settings as json.dumps(sort_keys=True, ...).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# One encoder for every event (json.dumps builds one per call): the text of
+# json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).
+_canonical = compact_encoder(sort_keys=True, allow_nan=True)
 
 
 def chain_hash(prev_hash: str, event: Mapping[str, Any]) -> str:
     content = {name: event.get(name) for name in CHAINED_FIELDS}
     if isinstance(content["detail"], str):
         content["detail"] = json.loads(content["detail"])
-    canonical = _CANONICAL.encode(content)
+    canonical = _canonical(content)
     return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from lorestore import __version__
+from lorestore.core.jsontext import compact_encoder
 
 FORMAT = "lorestore-jsonl"
 VERSION = 1
@@ -134,7 +135,7 @@ def read_records(chunks: Iterable[bytes]) -> Iterator[Incoming]:
 
 
 # allow_nan=False: a non-finite float raises rather than being written as NaN or Infinity.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_encode = compact_encoder(sort_keys=False, allow_nan=False)
 
 
 class PlainRecord(dict[str, Any]):
@@ -148,7 +149,7 @@ class PlainRecord(dict[str, Any]):
 def encode(record: Mapping[str, Any]) -> bytes:
     if type(record) is PlainRecord:
         return to_json(record) + b"\n"
-    return _ENCODER.encode(record).encode("utf-8") + b"\n"
+    return _encode(record).encode("utf-8") + b"\n"
 
 
 def header(exported_at: str, **source: Any) -> dict[str, Any]:

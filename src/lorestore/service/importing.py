@@ -39,6 +39,7 @@ from lorestore.service.base import ServiceBase
 from lorestore.service.writes import rejected_value
 from lorestore.storage.protocol import (
     ForeignRecord,
+    ImportedLesson,
     PolicyRecord,
     StoredLesson,
     Tombstone,
@@ -108,14 +109,29 @@ class _Batch:
 
 @dataclass(frozen=True, slots=True)
 class _Admitted:
-    """A lesson that may be written where it goes: its place in the batch, its owner, and
-    the lesson as it would land (owner set, id derived for LoreKit)."""
+    """A lesson that may be written where it goes: its place in the batch, the record as
+    read (``lesson``, its owner a placeholder), and where it would land: ``owner`` and
+    ``id`` (derived for LoreKit). The record is not copied with them: ``landing()`` is the
+    lesson as it would land, for the few that need it whole."""
 
     index: int
     item: Item
     parsed: ParsedLesson
     owner: str
-    lesson: Lesson
+    id: str
+
+    @property
+    def lesson(self) -> Lesson:
+        return self.parsed.lesson
+
+    def landing(self) -> Lesson:
+        return self.lesson.model_copy(update={"owner": owner_object(self.owner), "id": self.id})
+
+    def imported(self) -> ImportedLesson:
+        parsed = self.parsed
+        return ImportedLesson(
+            parsed.lesson, self.owner, self.id, parsed.digest, parsed.pending_version
+        )
 
     def digests(self) -> list[str]:
         """Every digest a store may hold for the served value and for a pending proposal's:
@@ -224,28 +240,26 @@ class ImportOperations(ServiceBase):
             except LorestoreError as exc:
                 results[index] = _refused(exc)
                 continue
-            if entry.lesson.id in ids:
+            if entry.id in ids:
                 again.append((index, item))
                 continue
-            ids.add(entry.lesson.id)
+            ids.add(entry.id)
             admitted.append(entry)
         clear = self._untombstoned(batch, context, admitted, results)
         # What the store holds under these ids is read once: a file imported again inserts
         # nothing, and its lessons are compared with these.
         stored: dict[tuple[str, str], StoredLesson] = {}
         for owner in {e.owner for e in clear}:
-            ids_of_owner = [e.lesson.id for e in clear if e.owner == owner]
+            ids_of_owner = [e.id for e in clear if e.owner == owner]
             for found in batch.tx.lessons_by_ids(owner, ids_of_owner):
                 stored[(owner, found.lesson.id)] = found
-        fresh = [e for e in clear if (e.owner, e.lesson.id) not in stored]
-        pks = batch.tx.import_lessons(
-            [(e.lesson, e.parsed.digest, e.parsed.pending_version) for e in fresh]
-        )
+        fresh = [e for e in clear if (e.owner, e.id) not in stored]
+        pks = batch.tx.import_lessons([e.imported() for e in fresh])
         landed = [(e, pk) for e, pk in zip(fresh, pks, strict=True) if pk is not None]
         self._land(batch, context, landed)
         for entry, _ in landed:
             results[entry.index] = _added(entry)
-        held = [e for e in clear if (e.owner, e.lesson.id) in stored]
+        held = [e for e in clear if (e.owner, e.id) in stored]
         held += [e for e, pk in zip(fresh, pks, strict=True) if pk is None]
         self._held(batch, context, held, stored, results)
         if again:
@@ -273,8 +287,7 @@ class ImportOperations(ServiceBase):
         self._authorise(actor, "write", scope.text)
         owner = batch.owner(scope.text)
         ident = _lorekit_id(owner, lesson) if parsed.derive_id else lesson.id
-        lesson = lesson.model_copy(update={"owner": owner_object(owner), "id": ident})
-        return _Admitted(index, item, parsed, owner, lesson)
+        return _Admitted(index, item, parsed, owner, ident)
 
     @staticmethod
     def _untombstoned(
@@ -328,7 +341,7 @@ class ImportOperations(ServiceBase):
                     action="import.lesson",
                     scope=lesson.scope,
                     key=lesson.key,
-                    lesson_id=lesson.id,
+                    lesson_id=entry.id,
                     after_version=lesson.version,
                     after_digest=parsed.digest,
                     detail={
@@ -356,14 +369,14 @@ class ImportOperations(ServiceBase):
         compared: list[tuple[_Admitted, StoredLesson]] = []
         for entry in held:
             lesson = entry.lesson
-            existing = stored.get((entry.owner, lesson.id))
+            existing = stored.get((entry.owner, entry.id))
             if existing is None:
                 existing = batch.tx.lesson_at(entry.owner, lesson.scope, lesson.key)
                 if existing is None:
                     results[entry.index] = Applied(
                         "refused",
                         "id_taken",
-                        f"lesson id {lesson.id} is already used "
+                        f"lesson id {entry.id} is already used "
                         "in this store by a lesson you cannot see",
                     )
                     continue
@@ -380,7 +393,7 @@ class ImportOperations(ServiceBase):
         histories = batch.tx.versions_of(pks) if pks else {}
         for entry, existing in compared:
             history = None if entry.parsed.versions is None else histories.get(existing.pk, [])
-            same = _same(context.format, existing.lesson, history, entry.lesson, entry.parsed)
+            same = _same(context.format, existing.lesson, history, entry.landing(), entry.parsed)
             results[entry.index] = Applied("unchanged") if same else _differs("lesson")
 
     # --- tombstones, policies, unknown records ----------------------------------------------

@@ -299,10 +299,10 @@ class Transaction(Protocol):
     def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
         """Every version of each of these lessons, oldest first, by the lesson's pk."""
 
-    def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
-        """Insert lessons (lesson, value digest, pending version) under their own ids, in
-        order: each one's pk, or None when its id or address is taken (by the store or by
-        an earlier one of these). The ids must be distinct."""
+    def import_lessons(self, lessons: Sequence[ImportedLesson]) -> list[int | None]:
+        """Insert lessons under their own ids and owners, in order: each one's pk, or None
+        when its id or address is taken (by the store or by an earlier one of these). The
+        ids must be distinct."""
 
     def insert_versions(self, versions: Sequence[tuple[int, LessonVersion]]) -> None:
         """``insert_version`` for many (lesson pk, version) at once."""
@@ -365,6 +365,19 @@ class Store(Protocol):
         means does not change."""
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedLesson:
+    """A lesson an import adds: the record as read, where it lands (``owner``, and ``id``,
+    which the record's own id unless derived, as a LoreKit lesson's is), its value digest and
+    its pending version. The store writes ``owner`` and ``id``, not the record's."""
+
+    lesson: Lesson
+    owner: str
+    id: str
+    digest: str
+    pending_version: int | None
 
 
 @dataclass(frozen=True, slots=True)

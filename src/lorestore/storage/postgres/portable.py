@@ -9,9 +9,10 @@ from typing import Any
 
 import psycopg
 
-from lorestore.core.records import Lesson, LessonVersion
+from lorestore.core.records import LessonVersion
 from lorestore.storage.protocol import (
     ForeignRecord,
+    ImportedLesson,
     PolicyRecord,
     PolicyRow,
     StoredLesson,
@@ -19,11 +20,12 @@ from lorestore.storage.protocol import (
 )
 from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import (
+    LESSON_COLUMNS,
     dumps,
     foreign_params,
+    imported_row,
     json_value,
     lesson_from_row,
-    lesson_params,
     policy_record_params,
     tombstone_from_row,
     tombstone_params,
@@ -60,12 +62,13 @@ class PortablePrimitives:
             found[row["lesson_pk"]].append(version_from_row(row, str(row["lesson_id"])))
         return found
 
-    def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
+    def import_lessons(self, lessons: Sequence[ImportedLesson]) -> list[int | None]:
         # One statement per lesson: PostgreSQL is not the bulk-load target the SQLite store
         # is, and each insert still skips a taken id or address on its own.
         pks: list[int | None] = []
         for lesson in lessons:
-            row = self._conn.execute(Q["import_lesson"], lesson_params(*lesson)).fetchone()
+            params = dict(zip(LESSON_COLUMNS, imported_row(lesson), strict=True))
+            row = self._conn.execute(Q["import_lesson"], params).fetchone()
             pks.append(None if row is None else int(row["pk"]))
         return pks
 

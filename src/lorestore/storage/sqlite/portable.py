@@ -13,6 +13,7 @@ from typing import Any
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.storage.protocol import (
     ForeignRecord,
+    ImportedLesson,
     PolicyRecord,
     PolicyRow,
     StoredLesson,
@@ -20,10 +21,11 @@ from lorestore.storage.protocol import (
 )
 from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import (
+    audit_row,
     dumps,
     foreign_params,
+    imported_row,
     json_value,
-    lesson_params,
     policy_record_params,
     tombstone_from_row,
     tombstone_params,
@@ -161,16 +163,18 @@ class PortablePrimitives:
             found[pk].append(_version_from_json(doc))
         return found
 
-    def import_lessons(self, lessons: Sequence[tuple[Lesson, str, int | None]]) -> list[int | None]:
+    def import_lessons(self, lessons: Sequence[ImportedLesson]) -> list[int | None]:
         if not lessons:
             return []
         if self._bulk is not None:
             self._bulk.defer_fts_merging()
         self._conn.execute(Q["create_import_stage"])
-        self._conn.executemany(Q["stage_lesson"], (lesson_params(*lesson) for lesson in lessons))
-        landed = {r["id"]: int(r["pk"]) for r in self._conn.execute(Q["import_staged_lessons"])}
+        self._conn.executemany(Q["stage_lesson"], map(imported_row, lessons))
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples: a Row per landed lesson costs more
+        landed = {ident: pk for pk, ident in cursor.execute(Q["import_staged_lessons"])}
         self._conn.execute(Q["clear_import_stage"])
-        return [landed.get(lesson.id) for lesson, _, _ in lessons]
+        return [landed.get(lesson.id) for lesson in lessons]
 
     def insert_versions(self, versions: Sequence[tuple[int, LessonVersion]]) -> None:
         self._conn.executemany(Q["insert_version"], (version_params(*v) for v in versions))
@@ -181,10 +185,7 @@ class PortablePrimitives:
             self._conn.execute(Q["insert_served_versions"], params)
 
     def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
-        self._conn.executemany(
-            Q["append_audit"],
-            ({**event, "detail": dumps(event.get("detail") or {})} for event in events),
-        )
+        self._conn.executemany(Q["append_audit_row"], map(audit_row, events))
 
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         params = {"owner": owner, "digests": dumps(list(digests))}

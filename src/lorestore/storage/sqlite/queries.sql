@@ -237,6 +237,12 @@ INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_v
 VALUES (:owner, :at, :actor, :action, :scope, :key, :lesson_id, :before_version,
     :after_version, :before_digest, :after_digest, :reason, :detail, :prev_hash, :hash);
 
+-- name: append_audit_row
+-- Append one audit event given as a row (positional: the columns of append_audit in order).
+INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
+    after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: audit_events
 -- Audit events of an owner, newest first, filtered by address and time.
 SELECT * FROM audit_log
@@ -472,13 +478,11 @@ CREATE TEMP TABLE IF NOT EXISTS import_stage (
 );
 
 -- name: stage_lesson
--- Bind one imported lesson into the scratch table.
+-- Bind one imported lesson into the scratch table (positional: the columns in order).
 INSERT INTO temp.import_stage (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
     version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
     archived_at, expires_at, source, depends_on, review, ext, pending_version)
-VALUES (:id, :owner, :scope, :key, :value, :value_digest, :tags, :kind, :trust, :status,
-    :version, :seen_count, :valid_from, :valid_to, :recorded_at, :created_at, :updated_at,
-    :archived_at, :expires_at, :source, :depends_on, :review, :ext, :pending_version);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: import_staged_lessons
 -- Add the staged lessons in order under their own ids, skipping any whose id or address is
