@@ -38,6 +38,8 @@ def is_blank(value: str) -> bool:
 
 
 def _folded(value: str) -> str:
+    if value.isascii():  # NFKC leaves ASCII as it is, and casefold is lower for it
+        return " ".join(value.lower().split())
     text = unicodedata.normalize("NFKC", value).casefold()
     # casefold can produce sequences that NFKC would compose differently; normalise again.
     text = unicodedata.normalize("NFKC", text)

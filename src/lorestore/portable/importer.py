@@ -4,8 +4,11 @@ time (so one bad record never sinks its neighbours), and tallies outcomes and pr
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -33,6 +36,39 @@ from lorestore.storage.protocol import PolicyRecord, Tombstone
 
 BATCH = 2000  # records per transaction: fewer commits and full-text index merges
 Kind = Literal["lesson", "tombstone", "scope_policy", "unknown"]
+
+
+class _HeapFreeze:
+    """While imports run, the cyclic garbage collector leaves alone the objects that were
+    there before the first began (``gc.freeze``): a batch's records live long enough to reach
+    the oldest generation, and each full collection they set off walked the whole heap again,
+    a twentieth of an import's time. Objects made during the import are collected as ever.
+    The last import to end hands the rest back (``gc.unfreeze``). A process that froze its
+    heap itself (a forking server) is left as it is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._ours = False
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                self._ours = gc.get_freeze_count() == 0
+                if self._ours:
+                    gc.freeze()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._ours:
+                    gc.unfreeze()
+
+
+_HEAP = _HeapFreeze()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +122,10 @@ class ImportRun:
         self._stopped = False
 
     def run(self, incoming: Iterable[Incoming]) -> ImportResult:
+        with _HEAP.frozen():
+            return self._run(incoming)
+
+    def _run(self, incoming: Iterable[Incoming]) -> ImportResult:
         batch: list[Item] = []
         for record in incoming:
             item = self._take(record)
