@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from lorestore.core.errors import LorestoreError
@@ -91,9 +91,48 @@ class Applied:
 
 class Applier(Protocol):
     """Applies a batch in one store transaction; raises LorestoreError when the store refused
-    the batch as a whole (then each record is tried on its own)."""
+    the batch as a whole (then each record is tried on its own). ``meanwhile``, if given, is
+    called once while the transaction commits (see ``Store.transaction``); it never raises."""
 
-    def __call__(self, items: Sequence[Item]) -> list[Applied]: ...
+    def __call__(
+        self, items: Sequence[Item], meanwhile: Callable[[], None] | None = None
+    ) -> list[Applied]: ...
+
+
+class _ReadAhead:
+    """The next batch, read while the store commits the one before (or, when nothing was
+    committed, when asked for). What reading raises is raised by ``batch()``, once the
+    batch before has been counted."""
+
+    def __init__(self, run: ImportRun, records: Iterator[Incoming]) -> None:
+        self._run = run
+        self._records = records
+        self._read: _Read | None = None
+        self._failed: BaseException | None = None
+
+    def __call__(self) -> None:
+        try:
+            self._read = self._run._read_batch(self._records)
+        except BaseException as exc:
+            self._failed = exc
+
+    def batch(self) -> _Read:
+        if self._read is None and self._failed is None:
+            self()
+        if self._failed is not None:
+            raise self._failed
+        assert self._read is not None
+        return self._read
+
+
+@dataclass(slots=True)
+class _Read:
+    """A batch as read: its records, the lines that were not records (with why), and
+    whether the input ended with it."""
+
+    items: list[Item] = field(default_factory=list)
+    unreadable: list[tuple[Incoming, str]] = field(default_factory=list)
+    done: bool = False
 
 
 class ImportRun:
@@ -126,31 +165,49 @@ class ImportRun:
             return self._run(incoming)
 
     def _run(self, incoming: Iterable[Incoming]) -> ImportResult:
-        batch: list[Item] = []
-        for record in incoming:
-            item = self._take(record)
-            if item is not None:
-                batch.append(item)
-            if len(batch) >= BATCH:
-                self._flush(batch)
-                batch = []
-            if self._stopped:
+        """A batch is read, then applied; while the store commits it, the next batch is read
+        (``meanwhile``: the commit runs without the interpreter, so the two overlap)."""
+        records = iter(incoming)
+        batch = self._read_batch(records)
+        while True:
+            ahead = _ReadAhead(self, records)
+            self._apply_read(batch, None if batch.done else ahead)
+            if self._stopped or batch.done:
                 return self.result()
-        self._flush(batch)
-        return self.result()
+            batch = ahead.batch()
 
-    def _take(self, incoming: Incoming) -> Item | None:
+    def _read_batch(self, records: Iterator[Incoming]) -> _Read:
+        """The next BATCH valid records, and the lines between them that were not."""
+        batch = _Read()
+        for record in records:
+            taken = self._take(record)
+            if isinstance(taken, Item):
+                batch.items.append(taken)
+                if len(batch.items) >= BATCH:
+                    return batch
+            elif taken is not None:
+                batch.unreadable.append(taken)
+        batch.done = True
+        return batch
+
+    def _apply_read(self, batch: _Read, meanwhile: Callable[[], None] | None) -> None:
+        # Lines that were not records are reported first, as when they were read: before
+        # what became of the records after them.
+        for incoming, message in batch.unreadable:
+            self._invalid_record(incoming, message)
+        self._flush(batch.items, meanwhile)
+
+    def _take(self, incoming: Incoming) -> Item | tuple[Incoming, str] | None:
+        """A record as an Item; a line that is not one, with why; None for the header."""
         self._read += 1
         first = not self._seen_record
         self._seen_record = True
         if incoming.error is not None or incoming.record is None:
-            self._invalid_record(incoming, incoming.error or "empty")
-            return None
+            return incoming, incoming.error or "empty"
         record = incoming.record
         if is_header(record):
             if not first:
-                self._invalid_record(incoming, "a header line after the first record")
-                return None
+                return incoming, "a header line after the first record"
             try:
                 check_header(record)
             except HeaderError as exc:
@@ -163,8 +220,7 @@ class ImportRun:
         try:
             return self._parse(incoming, record)
         except (RecordError, LorestoreError) as exc:
-            self._invalid_record(incoming, _message(exc))
-            return None
+            return incoming, _message(exc)
 
     def _parse(self, incoming: Incoming, record: dict[str, Any]) -> Item:
         kind = record.get("type")
@@ -180,11 +236,11 @@ class ImportRun:
         assert kind not in KNOWN_TYPES
         return Item(incoming, "unknown", parse_foreign(record))
 
-    def _flush(self, batch: list[Item]) -> None:
+    def _flush(self, batch: list[Item], meanwhile: Callable[[], None] | None = None) -> None:
         if not batch:
             return
         try:
-            results = self._apply(batch)
+            results = self._apply(batch, meanwhile)
         except LorestoreError as exc:
             if exc.code == "storage_error":  # a full or failing disk: every record would fail
                 self._stop(batch, exc)
@@ -211,8 +267,8 @@ class ImportRun:
                 path=first.path,
                 code=exc.code,
                 message=f"the import stopped here: {exc.message}. The {len(batch)} records "
-                "from this line on were not imported, and nothing after them was read; "
-                "what came before landed",
+                "from this line on were not imported, nor anything after them; what came "
+                "before landed",
             )
         )
 

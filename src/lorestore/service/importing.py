@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,9 +156,15 @@ def _differs(what: str) -> Applied:
 
 
 class ImportOperations(ServiceBase):
-    def _import_batch(self, context: ImportContext, items: Sequence[Item]) -> list[Applied]:
+    def _import_batch(
+        self,
+        context: ImportContext,
+        items: Sequence[Item],
+        meanwhile: Callable[[], None] | None = None,
+    ) -> list[Applied]:
+        principal = context.actor.principal
         try:
-            with self.store.transaction(write=True, actor=context.actor.principal) as tx:
+            with self.store.transaction(write=True, actor=principal, meanwhile=meanwhile) as tx:
                 results = self._import_all(_Batch(tx, self, context.actor), context, items)
                 if context.dry_run:
                     raise _DryRunDoneError(results)

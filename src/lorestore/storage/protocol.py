@@ -350,10 +350,19 @@ class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
 
     def transaction(
-        self, *, write: bool, actor: str | None = None
+        self,
+        *,
+        write: bool,
+        actor: str | None = None,
+        meanwhile: Callable[[], None] | None = None,
     ) -> AbstractContextManager[Transaction]:
         """One transaction on behalf of ``actor`` (a principal id). On PostgreSQL every
-        row-level policy reads it; without one, no tenant row is visible or writable."""
+        row-level policy reads it; without one, no tenant row is visible or writable.
+
+        ``meanwhile`` is called once, if the transaction's work ends without an error, while
+        it commits where the backend can overlap the two (SQLite commits in another thread)
+        and after the commit otherwise; it must not use the store. A failed commit is
+        raised after it returns."""
 
     def flush_erased(self) -> None:
         """After a hard delete commits: make sure no copy of the erased content lingers in

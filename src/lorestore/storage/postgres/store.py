@@ -9,7 +9,7 @@ the actor's tenants. Writers to one address are serialised with an advisory lock
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -449,8 +449,14 @@ class PostgresStore:
 
     @contextmanager
     def transaction(
-        self, *, write: bool, actor: str | None = None
+        self,
+        *,
+        write: bool,
+        actor: str | None = None,
+        meanwhile: Callable[[], None] | None = None,
     ) -> Iterator[PostgresTransaction]:
+        """One transaction as ``actor`` (``set_actor``: what row-level security reads).
+        ``meanwhile`` runs after the commit (see ``Store.transaction``)."""
         register = write and actor is not None and actor not in self._registered
         with self._pool.connection() as conn, translate(), conn.transaction():
             conn.execute(Q["set_actor"], {"actor": actor or ""})
@@ -459,6 +465,8 @@ class PostgresStore:
             yield PostgresTransaction(conn, write=write)
         if register:
             self._registered.add(str(actor))
+        if meanwhile is not None:
+            meanwhile()
 
     def flush_erased(self) -> None:
         """Deleted tuples are removed by (auto)vacuum; nothing is kept in a side log we own."""

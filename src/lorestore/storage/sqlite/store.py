@@ -11,7 +11,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -632,9 +632,16 @@ class SQLiteStore:
             ) from exc
 
     @contextmanager
-    def transaction(self, *, write: bool, actor: str | None = None) -> Iterator[SQLiteTransaction]:
+    def transaction(
+        self,
+        *,
+        write: bool,
+        actor: str | None = None,
+        meanwhile: Callable[[], None] | None = None,
+    ) -> Iterator[SQLiteTransaction]:
         """One transaction. There is no row-level security in SQLite: the service's owner
-        filters are the boundary (one machine, one trust domain)."""
+        filters are the boundary (one machine, one trust domain). See ``Store.transaction``
+        for ``meanwhile``."""
         with self._lock:
             if write and self._file is not None and _identity(self._where) != self._file:
                 raise _replaced(self.path)
@@ -666,12 +673,37 @@ class SQLiteStore:
                 self._rollback()
                 raise
             try:
-                self._conn.execute("COMMIT")
+                self._commit(meanwhile)
             except sqlite3.DatabaseError as exc:
                 self._rollback()
                 raise store_error(exc) from exc
             if register:
                 self._registered.add(str(actor))
+
+    def _commit(self, meanwhile: Callable[[], None] | None) -> None:
+        """COMMIT; with ``meanwhile``, in a thread of its own while ``meanwhile`` runs here.
+        SQLite writes the pages (and checkpoints) without holding the interpreter, so a
+        large import reads its next batch during the last one's commit. The store's lock
+        stays held by this thread throughout: nothing else uses the connection meanwhile."""
+        if meanwhile is None:
+            self._conn.execute("COMMIT")
+            return
+        failed: list[BaseException] = []
+
+        def commit() -> None:
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                failed.append(exc)
+
+        worker = threading.Thread(target=commit, name="lorestore-commit")
+        worker.start()
+        try:
+            meanwhile()
+        finally:
+            worker.join()
+            if failed:  # the commit's failure is the one to report
+                raise failed[0]
 
     def _rollback(self) -> None:
         """Roll back what is open; a rollback that fails too (a vanished disk) leaves SQLite
