@@ -7,12 +7,14 @@ its own audit event in the owner's chain, however the file falls into batches.""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.conftest import dump_text, set_cap
 from tests.portable import LOCAL, T0, header, import_lines, lesson, line
 
+from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
 from lorestore.models import (
     AuditParams,
@@ -23,7 +25,10 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.portable import importer
+from lorestore.portable.jsonl import Incoming, read_records
+from lorestore.portable.models import ImportParams
 from lorestore.service import LessonService
+from lorestore.storage.protocol import PolicyRow
 from lorestore.storage.sqlite import SQLiteStore
 
 S = "repo::acme/app"
@@ -262,3 +267,128 @@ def test_an_import_on_a_full_disk_stops_and_says_where(tmp_path: Path) -> None:
     finally:
         store.close()
     assert _automerge(path) == 4
+
+
+def test_problems_are_reported_in_file_order_while_the_next_batch_is_read_ahead(
+    service: LessonService,
+    store,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each batch is read while the one before commits; what the read finds wrong (a line
+    that is not JSON) is still reported after what became of the records of the batches
+    before it (an address another lesson holds), as when one batch was read at a time: a
+    batch's unreadable lines first, then its records' problems."""
+    monkeypatch.setattr(importer, "BATCH", 4)
+    lines = [header()]
+    for i in range(14):
+        lines.append(line(lesson(f"k{i % 9}", f"Lesson {i}")))  # k0..k4 again from line 13
+        if i % 5 == 2:
+            lines.append(b"{not json")  # lines 5, 11 and 17
+    reported: list[tuple[int | None, str]] = []
+    result = service.memory_import(
+        LOCAL,
+        ImportParams(),
+        read_records([b"".join(raw + b"\n" for raw in lines)]),
+        lambda problem: reported.append((problem.line, problem.code)),
+    )
+    assert result.lessons.added == 9 and result.lessons.refused == 5 and result.invalid == 3
+    # Batches of four records: lines 2-6, 7-10, 11-15 (with 11) and 16-18 (with 17).
+    invalid, taken = "invalid_record", "address_taken"
+    assert reported == [
+        (5, invalid),
+        (11, invalid),
+        (13, taken),
+        (14, taken),
+        (15, taken),
+        (17, invalid),
+        (16, taken),
+        (18, taken),
+    ]
+
+
+def test_a_read_that_fails_mid_file_keeps_the_batches_read_before_it(
+    service: LessonService,
+    store,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failure reading the file (a client gone, a disk error) is raised once the batches
+    before it are applied; the records of the batch it interrupted are not."""
+    monkeypatch.setattr(importer, "BATCH", 3)
+    data = b"".join(
+        raw + b"\n" for raw in [header()] + [line(lesson(f"k{i}", f"Lesson {i}")) for i in range(7)]
+    )
+
+    def records() -> Iterator[Incoming]:
+        yield from read_records([data])
+        raise OSError("the disk went away")
+
+    with pytest.raises(OSError, match="went away"):
+        service.memory_import(LOCAL, ImportParams(), records())
+    assert service.memory_read(LOCAL, ReadParams(scope=S, key="k5")).lesson.value == "Lesson 5"
+    with pytest.raises(LorestoreError) as missing:
+        service.memory_read(LOCAL, ReadParams(scope=S, key="k6"))
+    assert missing.value.code == "not_found"
+
+
+def _policy(store, scope: str) -> list[PolicyRow]:  # type: ignore[no-untyped-def]
+    with store.transaction(write=False, actor="user:local") as tx:
+        return list(tx.scope_policies("user:local", [scope]))
+
+
+def test_meanwhile_runs_once_after_the_work_and_the_commit_stands(
+    store,  # type: ignore[no-untyped-def]
+) -> None:
+    calls: list[str] = []
+    row = PolicyRow("global", "commit", False)
+    with store.transaction(
+        write=True, actor="user:local", meanwhile=lambda: calls.append("m")
+    ) as tx:
+        tx.set_policy("user:local", row, by="user:local", at=T0)
+        assert calls == []
+    assert calls == ["m"] and _policy(store, "global") == [row]
+    # What meanwhile raises comes out of the transaction; what it committed stands.
+    other = PolicyRow("project::x", "none", True)
+
+    def fails() -> None:
+        raise RuntimeError("reading the next batch failed")
+
+    with (
+        pytest.raises(RuntimeError, match="next batch"),
+        store.transaction(write=True, actor="user:local", meanwhile=fails) as tx,
+    ):
+        tx.set_policy("user:local", other, by="user:local", at=T0)
+    assert _policy(store, "project::x") == [other]
+    # A transaction whose work fails never calls it.
+    with (
+        pytest.raises(ValueError),
+        store.transaction(write=True, actor="user:local", meanwhile=lambda: calls.append("again")),
+    ):
+        raise ValueError("the work failed")
+    assert calls == ["m"]
+
+
+def test_a_commit_that_fails_while_meanwhile_runs_is_raised_after_it(tmp_path: Path) -> None:
+    """SQLite commits in another thread while meanwhile runs here: a failed commit (a
+    deferred foreign key, here) is raised once meanwhile returns, and nothing of it lands."""
+    store = SQLiteStore(tmp_path / "commit.db")
+    try:
+        calls: list[str] = []
+        row = PolicyRow("global", "commit", False)
+        with (
+            pytest.raises(LorestoreError) as failed,
+            store.transaction(
+                write=True, actor="user:local", meanwhile=lambda: calls.append("m")
+            ) as tx,
+        ):
+            tx.set_policy("user:local", row, by="user:local", at=T0)
+            store._conn.execute("PRAGMA defer_foreign_keys = ON")
+            store._conn.execute(
+                "INSERT INTO memberships VALUES ('org:none', 'user:none', 'member', ?)", (T0,)
+            )
+        assert "FOREIGN KEY" in failed.value.message and calls == ["m"]
+        assert _policy(store, "global") == []
+        with store.transaction(write=True, actor="user:local", meanwhile=lambda: None) as tx:
+            tx.set_policy("user:local", row, by="user:local", at=T0)  # the control
+        assert _policy(store, "global") == [row]
+    finally:
+        store.close()
