@@ -14,6 +14,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any, Protocol
 
+from lorestore.core.audit import CHAINED_FIELDS
 from lorestore.core.jsontext import compact_encoder
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import AuditEvent, Dependency, Lesson, LessonVersion, format_ts
@@ -228,23 +229,7 @@ def version_params(pk: int, version: LessonVersion) -> dict[str, Any]:
 
 
 # The columns an audit event is appended with, in the order audit_row gives them.
-AUDIT_COLUMNS = (
-    "owner",
-    "at",
-    "actor",
-    "action",
-    "scope",
-    "key",
-    "lesson_id",
-    "before_version",
-    "after_version",
-    "before_digest",
-    "after_digest",
-    "reason",
-    "detail",
-    "prev_hash",
-    "hash",
-)
+AUDIT_COLUMNS = (*CHAINED_FIELDS, "prev_hash", "hash")
 
 
 _AUDIT_PLAIN = AUDIT_COLUMNS[: AUDIT_COLUMNS.index("detail")]
