@@ -110,9 +110,9 @@ class _Batch:
 @dataclass(frozen=True, slots=True)
 class _Admitted:
     """A lesson that may be written where it goes: its place in the batch, the record as
-    read (``lesson``, its owner a placeholder), and where it would land: ``owner`` and
-    ``id`` (derived for LoreKit). The record is not copied with them: ``landing()`` is the
-    lesson as it would land, for the few that need it whole."""
+    read (``record``: its owner a placeholder, its id the file's), and where it would land:
+    ``owner`` and ``id`` (derived for LoreKit). The record is not copied with them:
+    ``landing()`` is the lesson as it would land, for the few that need it whole."""
 
     index: int
     item: Item
@@ -121,11 +121,11 @@ class _Admitted:
     id: str
 
     @property
-    def lesson(self) -> Lesson:
+    def record(self) -> Lesson:
         return self.parsed.lesson
 
     def landing(self) -> Lesson:
-        return self.lesson.model_copy(update={"owner": owner_object(self.owner), "id": self.id})
+        return self.record.model_copy(update={"owner": owner_object(self.owner), "id": self.id})
 
     def imported(self) -> ImportedLesson:
         parsed = self.parsed
@@ -136,7 +136,7 @@ class _Admitted:
     def digests(self) -> list[str]:
         """Every digest a store may hold for the served value and for a pending proposal's:
         the tombstone check covers both."""
-        kept = digest_with_ignorables(self.lesson.value)
+        kept = digest_with_ignorables(self.record.value)
         proposed = [v.value for v in self.parsed.versions or () if v.state == "proposed"]
         return [
             self.parsed.digest,
@@ -308,7 +308,7 @@ class ImportOperations(ServiceBase):
         A lesson that is itself ``rejected`` records a correction and passes."""
         wanted: dict[str, set[str]] = defaultdict(set)
         for entry in admitted:
-            if entry.lesson.trust != "rejected":
+            if entry.record.trust != "rejected":
                 wanted[entry.owner].update(entry.digests())
         live: dict[tuple[str, str], list[Tombstone]] = defaultdict(list)
         for owner, digests in wanted.items():
@@ -318,7 +318,7 @@ class ImportOperations(ServiceBase):
             live[(tomb.owner, tomb.value_digest)].append(tomb)  # after the stored ones
         clear: list[_Admitted] = []
         for entry in admitted:
-            rejecting = None if entry.lesson.trust == "rejected" else _rejecting(entry, live)
+            rejecting = None if entry.record.trust == "rejected" else _rejecting(entry, live)
             if rejecting is None:
                 clear.append(entry)
             else:
@@ -333,7 +333,7 @@ class ImportOperations(ServiceBase):
         served: list[int] = []  # lessons without history: their one version is the served one
         events: list[dict[str, Any]] = []
         for entry, pk in landed:
-            lesson, parsed = entry.lesson, entry.parsed
+            lesson, parsed = entry.record, entry.parsed
             if parsed.versions is None:
                 served.append(pk)
             else:
@@ -374,7 +374,7 @@ class ImportOperations(ServiceBase):
         an id another tenant uses."""
         compared: list[tuple[_Admitted, StoredLesson]] = []
         for entry in held:
-            lesson = entry.lesson
+            lesson = entry.record
             existing = stored.get((entry.owner, entry.id))
             if existing is None:
                 existing = batch.tx.lesson_at(entry.owner, lesson.scope, lesson.key)
@@ -558,7 +558,7 @@ def _rejecting(entry: _Admitted, live: dict[tuple[str, str], list[Tombstone]]) -
     for digest in entry.digests():
         for tomb in live.get((entry.owner, digest), ()):
             if ladder is None:
-                scope = scope_of(entry.lesson.scope)
+                scope = scope_of(entry.record.scope)
                 ladder = {scope.text, *(s.text for s in scope.broader())}
             if tomb.scope in ladder:
                 return tomb
