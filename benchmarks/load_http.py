@@ -1,10 +1,14 @@
-"""Bounded load test of ``lorestore serve`` on loopback: 16 concurrent REST clients, each with
-its own write token (one agent per token), mixing writes and searches on the embedded store
-(or on PostgreSQL with --database-url). A fixed number of requests and a time limit; reports
-throughput, p50/p95/p99 per kind and the error count, which must be zero.
+"""Bounded load test of ``lorestore serve`` on loopback, on the embedded store (or on
+PostgreSQL with --database-url), in three phases against one server: one client reading on
+one reused connection (``one``: the latency a remote-mode tool call pays), 16 concurrent
+clients reading (``reads``), and 16 clients mixing writes and searches (``mixed``). Each
+client has its own write token (one agent per token). A fixed number of requests and a time
+limit per phase; reports throughput, p50/p95/p99 per kind and the error count, which must be
+zero.
 
-    .venv/bin/python benchmarks/load_http.py                 # 16 clients x 250 requests
-    .venv/bin/python benchmarks/load_http.py --json          # machine-readable
+    .venv/bin/python benchmarks/load_http.py                     # all three phases
+    .venv/bin/python benchmarks/load_http.py --phases one,reads  # some of them
+    .venv/bin/python benchmarks/load_http.py --json              # machine-readable
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ WORDS = [
 
 @dataclass
 class Tally:
-    latencies: dict[str, list[float]] = field(default_factory=lambda: {"write": [], "search": []})
+    latencies: dict[str, list[float]] = field(
+        default_factory=lambda: {"read": [], "write": [], "search": []}
+    )
     errors: list[str] = field(default_factory=list)
 
 
@@ -98,24 +104,36 @@ def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the server did not start")
 
 
-async def client(
-    n: int, url: str, token: str, requests: int, write_share: float, tally: Tally
-) -> None:
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    clients: int
+    requests: int  # per client
+    write_share: float | None  # None: reads of seeded lessons only
+
+
+def request_for(phase: Phase, rng: random.Random, n: int, i: int, seeded: int) -> tuple[str, Any]:
+    """The kind and body of client ``n``'s request ``i``."""
+    if phase.write_share is None:
+        k = rng.randrange(seeded)
+        return "read", {"scope": SCOPES[k % len(SCOPES)], "key": f"seed-{k}"}
+    if rng.random() < phase.write_share:
+        body = {
+            "scope": rng.choice(SCOPES),
+            "key": f"c{n}-{i % 40}",  # revisits keys: creates, new versions and repeats
+            "value": text(rng, 12),
+        }
+        return "write", body
+    return "search", {"query": text(rng, 2), "scopes": rng.sample(SCOPES, 2)}
+
+
+async def client(n: int, url: str, token: str, phase: Phase, seeded: int, tally: Tally) -> None:
+    """One agent: its requests one after another on one keep-alive connection."""
     rng = random.Random(n)
     headers = {"Authorization": f"Bearer {token}", "Lorestore-Session": f"bench-{n}"}
     async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
-        for i in range(requests):
-            if rng.random() < write_share:
-                kind, body = (
-                    "write",
-                    {
-                        "scope": rng.choice(SCOPES),
-                        "key": f"c{n}-{i % 40}",  # revisits keys: creates, new versions and repeats
-                        "value": text(rng, 12),
-                    },
-                )
-            else:
-                kind, body = "search", {"query": text(rng, 2), "scopes": rng.sample(SCOPES, 2)}
+        for i in range(phase.requests):
+            kind, body = request_for(phase, rng, n, i, seeded)
             started = time.perf_counter()
             response = await http.post(f"/api/v1/memory_{kind}", json=body)
             tally.latencies[kind].append(time.perf_counter() - started)
@@ -123,10 +141,10 @@ async def client(
                 tally.errors.append(f"{kind} {response.status_code} {response.text[:120]}")
 
 
-async def drive(url: str, tokens: list[str], per_client: int, share: float, limit: float) -> Any:
+async def drive(url: str, tokens: list[str], phase: Phase, seeded: int, limit: float) -> Any:
     tally = Tally()
     started = time.perf_counter()
-    tasks = [client(n, url, t, per_client, share, tally) for n, t in enumerate(tokens)]
+    tasks = [client(n, url, tokens[n], phase, seeded, tally) for n in range(phase.clients)]
     try:
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=limit)
         complete = True
@@ -142,80 +160,98 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"p50_ms": cuts[49] * 1000, "p95_ms": cuts[94] * 1000, "p99_ms": cuts[98] * 1000}
 
 
-def report(
-    args: argparse.Namespace, tally: Tally, elapsed: float, complete: bool
-) -> dict[str, Any]:
-    everything = tally.latencies["write"] + tally.latencies["search"]
+def report(phase: Phase, tally: Tally, elapsed: float, complete: bool) -> dict[str, Any]:
+    everything = [x for samples in tally.latencies.values() for x in samples]
     return {
-        "backend": "postgresql" if args.database_url else "sqlite (embedded)",
-        "clients": args.clients,
+        "phase": phase.name,
+        "clients": phase.clients,
         "requests": len(everything),
-        "planned": args.clients * args.requests,
+        "planned": phase.clients * phase.requests,
         "complete": complete,
-        "write_share": args.write_share,
+        "write_share": phase.write_share,
         "seconds": round(elapsed, 2),
         "throughput_rps": round(len(everything) / elapsed, 1),
         "all": percentiles(everything),
-        "write": {"count": len(tally.latencies["write"]), **percentiles(tally.latencies["write"])},
-        "search": {
-            "count": len(tally.latencies["search"]),
-            **percentiles(tally.latencies["search"]),
+        **{
+            kind: {"count": len(samples), **percentiles(samples)}
+            for kind, samples in tally.latencies.items()
+            if samples
         },
         "errors": len(tally.errors),
         "first_errors": tally.errors[:5],
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
     }
 
 
-def print_table(result: dict[str, Any]) -> None:
-    print(
-        f"{result['backend']}: {result['clients']} clients, {result['requests']} requests "
-        f"({result['write_share']:.0%} writes) in {result['seconds']} s on {result['machine']}"
-    )
-    print(
-        f"throughput {result['throughput_rps']} req/s, errors {result['errors']}"
-        + ("" if result["complete"] else " -- INCOMPLETE: the time limit was reached")
-    )
-    print("| requests | count | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|")
-    for kind in ("all", "write", "search"):
-        row = result[kind]
-        count = row.get("count", result["requests"])
-        cells = [f"{row[p]:.1f}" for p in ("p50_ms", "p95_ms", "p99_ms")]
-        print(f"| {kind} | {count} | " + " | ".join(cells) + " |")
+def print_table(backend: str, results: list[dict[str, Any]]) -> None:
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"{backend} on {machine}")
+    print("| phase | clients | requests | req/s | kind | p50 ms | p95 ms | p99 ms | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for result in results:
+        flag = "" if result["complete"] else " (INCOMPLETE: time limit)"
+        kinds = [k for k in ("read", "write", "search") if k in result]
+        for kind in ["all", *kinds] if len(kinds) > 1 else kinds:
+            cells = " | ".join(f"{result[kind][p]:.1f}" for p in ("p50_ms", "p95_ms", "p99_ms"))
+            print(
+                f"| {result['phase']}{flag} | {result['clients']} | {result['requests']} | "
+                f"{result['throughput_rps']} | {kind} | {cells} | {result['errors']} |"
+            )
+
+
+PHASES = {
+    "one": Phase("one", clients=1, requests=400, write_share=None),
+    "reads": Phase("reads", clients=16, requests=250, write_share=None),
+    "mixed": Phase("mixed", clients=16, requests=250, write_share=0.3),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--requests", type=int, default=250, help="per client")
-    parser.add_argument("--write-share", type=float, default=0.3)
+    parser.add_argument("--phases", default="one,reads,mixed", help="of: " + ",".join(PHASES))
+    parser.add_argument("--clients", type=int, help="clients of the concurrent phases (16)")
+    parser.add_argument("--requests", type=int, help="per client (400 alone, 250 concurrent)")
+    parser.add_argument("--write-share", type=float, default=0.3, help="of the mixed phase")
     parser.add_argument("--seed-lessons", type=int, default=2000)
-    parser.add_argument("--time-limit", type=float, default=300.0, help="seconds, then stop")
+    parser.add_argument("--time-limit", type=float, default=300.0, help="seconds a phase")
     parser.add_argument("--database-url", help="a PostgreSQL URL (default: embedded SQLite)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    try:
+        phases = [PHASES[name] for name in args.phases.split(",")]
+    except KeyError as exc:
+        parser.error(f"unknown phase {exc}; phases are {', '.join(PHASES)}")
+    phases = [
+        Phase(
+            p.name,
+            p.clients if p.clients == 1 or args.clients is None else args.clients,
+            args.requests or p.requests,
+            None if p.write_share is None else args.write_share,
+        )
+        for p in phases
+    ]
+    backend = "postgresql" if args.database_url else "sqlite (embedded)"
+    results = []
     with tempfile.TemporaryDirectory(prefix="lorestore-load-") as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
         env.update(LORESTORE_HOME=home, LORESTORE_MAINTENANCE_HOURS="off")
         if args.database_url:
             env["LORESTORE_DATABASE_URL"] = args.database_url
-        tokens = prepare(env, args.clients, args.seed_lessons)
+        tokens = prepare(env, max(p.clients for p in phases), args.seed_lessons)
         port = free_port()
         server = start_server(env, port)
         try:
             url = f"http://{HOST}:{port}"
-            run = drive(url, tokens, args.requests, args.write_share, args.time_limit)
-            tally, elapsed, complete = asyncio.run(run)
+            for phase in phases:
+                run = drive(url, tokens, phase, args.seed_lessons, args.time_limit)
+                results.append(report(phase, *asyncio.run(run)))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
-    result = report(args, tally, elapsed, complete)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps({"backend": backend, "phases": results}, indent=2))
     else:
-        print_table(result)
-    if result["errors"] or not complete:
+        print_table(backend, results)
+    if any(r["errors"] or not r["complete"] for r in results):
         raise SystemExit(1)
 
 

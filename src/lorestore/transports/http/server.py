@@ -18,7 +18,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
 from lorestore.models import NoParams, TokenCreateParams
 from lorestore.service import LessonService
-from lorestore.transports.http import API_PREFIX, OPENAPI_PATH
+from lorestore.transports.http import API_PREFIX, NO_DELAY, OPENAPI_PATH
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -120,7 +120,10 @@ def _listen(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``; ``config_error`` with the fix when it cannot be."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        return socket.create_server((host, port), family=family, backlog=2048)
+        listener = socket.create_server((host, port), family=family, backlog=2048)
+        # Each accepted connection inherits the option (Linux, BSD, macOS): see NO_DELAY.
+        listener.setsockopt(*NO_DELAY)
+        return listener
     except (OSError, OverflowError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise LorestoreError(
