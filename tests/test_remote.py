@@ -131,7 +131,11 @@ def work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_remote_mcp(both: Both, scenario: Any, cwd: Path | None = None) -> None:
-    env = base_env(Path(os.devnull), LORESTORE_URL=both.server.url, LORESTORE_TOKEN=both.token)
+    """``lorestore mcp`` bridging to the server with an agent's write token (a person's
+    admin token is refused: tests/test_person_credential.py)."""
+    made = both.remote("token", "create", "--name", "agent", "--permission", "write", "--json")
+    agent = made.json()["token"]
+    env = base_env(Path(os.devnull), LORESTORE_URL=both.server.url, LORESTORE_TOKEN=agent)
     env.pop("LORESTORE_HOME")  # remote mode needs no local store at all
     params = StdioServerParameters(command=EXE, args=["mcp"], env=env, cwd=cwd)
 

@@ -1,15 +1,22 @@
-"""Settings from the environment (DESIGN §10). The only module that reads ``os.environ``."""
+"""Settings from the environment (DESIGN §10) and the person's login credential. The only
+module that reads ``os.environ`` and lorestore's own files in ``LORESTORE_HOME``."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lorestore.core.errors import LorestoreError
+
+# The person's credential for the CLI (`lorestore login`), never an agent's: kept in a file
+# only its owner may read, so that it is not in the shell environment every agent host hands
+# to the stdio servers it starts.
+CREDENTIALS_FILE = "credentials.json"
 
 DOCUMENTED_VARIABLES = {
     "LORESTORE_HOME": "config and embedded data (default ~/.lorestore)",
@@ -20,7 +27,7 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_CORROBORATE_AT": "distinct sessions that make a candidate corroborated (default 3)",
     "LORESTORE_TEST_DATABASE_URL": "PostgreSQL for the test suite",
     "LORESTORE_URL": "a lorestore server the CLI and `lorestore mcp` use instead of a local store",
-    "LORESTORE_TOKEN": "the bearer token sent to LORESTORE_URL",
+    "LORESTORE_TOKEN": "an agent's token for LORESTORE_URL (a person uses `lorestore login`)",
     "LORESTORE_MAX_REQUEST_BYTES": "largest HTTP request body `lorestore serve` accepts",
     "LORESTORE_RATE_LIMIT": "requests a token may make per minute (default 600), or off",
     "LORESTORE_CORS_ORIGINS": "comma-separated origins allowed cross-origin (default: CORS off)",
@@ -50,6 +57,9 @@ class Settings:
     archive_retention_days: int | None = 30
     recall_retention_days: int | None = 30
     rate_limit: int | None = 600
+    # Where url and token came from: the environment (an agent's token) or the person's
+    # `lorestore login` credential file; None on a local store.
+    credential: Literal["environment", "login"] | None = None
 
     @property
     def principal(self) -> str:
@@ -82,9 +92,14 @@ class Settings:
         return Path(url.removeprefix("sqlite:///")).expanduser()
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+def load_settings(env: Mapping[str, str] | None = None, *, use_login: bool = True) -> Settings:
+    """The settings of this process. Without LORESTORE_URL, a person's CLI command talks to
+    the server they logged in to (``lorestore login``); with ``use_login`` false the
+    credential is not read: ``lorestore mcp`` (an agent's process, which acts with a token of
+    its own from the environment or on the local store) and the commands that work on a
+    store itself (``serve``, ``maintain``, ``db``, ``migrate``)."""
     env = os.environ if env is None else env
-    home = Path(env.get("LORESTORE_HOME") or Path.home() / ".lorestore").expanduser()
+    home = home_path(env)
     database_url = env.get("LORESTORE_DATABASE_URL") or f"sqlite:///{home / 'lorestore.db'}"
     raw_threshold = env.get("LORESTORE_CORROBORATE_AT", "3")
     try:
@@ -104,9 +119,46 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         agent=env.get("LORESTORE_AGENT") or None,
         corroborate_at=threshold,
         user=_user(env.get("LORESTORE_USER") or "local"),
-        **_remote_settings(env),
+        **_remote_settings(env, home if use_login else None),
         **_server_settings(env),
     )
+
+
+def home_path(env: Mapping[str, str] | None = None) -> Path:
+    """``LORESTORE_HOME``, or ``~/.lorestore``."""
+    env = os.environ if env is None else env
+    return Path(env.get("LORESTORE_HOME") or Path.home() / ".lorestore").expanduser()
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """The server a person logged in to, and their token for it."""
+
+    url: str
+    token: str = field(repr=False)
+
+
+def read_credential(home: Path) -> Credential | None:
+    """The credential ``lorestore login`` kept in ``home``, None when there is none."""
+    path = home / CREDENTIALS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        credential = Credential(str(data["url"]), str(data["token"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise LorestoreError(
+            "config_error",
+            f"the login credential {path} cannot be read: {exc}",
+            hint="run `lorestore logout` and `lorestore login URL` again",
+        ) from None
+    if not credential.url.startswith(("http://", "https://")) or not credential.token:
+        raise LorestoreError(
+            "config_error",
+            f"the login credential {path} holds no server URL and token",
+            hint="run `lorestore logout` and `lorestore login URL` again",
+        )
+    return credential
 
 
 # The variables that choose a store: a host that runs `lorestore mcp` needs the same ones.
@@ -162,21 +214,27 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw in ON_WORDS
 
 
-def _remote_settings(env: Mapping[str, str]) -> dict[str, Any]:
+def _remote_settings(env: Mapping[str, str], home: Path | None) -> dict[str, Any]:
+    """The server to use: LORESTORE_URL with LORESTORE_TOKEN, else (``home`` given) the one
+    logged in to, else none (the local store)."""
     url = (env.get("LORESTORE_URL") or "").strip().rstrip("/") or None
     token = (env.get("LORESTORE_TOKEN") or "").strip() or None
     if url is None:
-        return {}
+        credential = None if home is None else read_credential(home)
+        if credential is None:
+            return {}
+        return {"url": credential.url, "token": credential.token, "credential": "login"}
     if not url.startswith(("http://", "https://")):
         raise _config_error("LORESTORE_URL", url, "an http:// or https:// URL")
     if token is None:
         raise LorestoreError(
             "config_error",
             "LORESTORE_URL is set but LORESTORE_TOKEN is not",
-            hint="create a token on the server with `lorestore token create` and export it as "
-            "LORESTORE_TOKEN, or unset LORESTORE_URL to use the local store",
+            hint="give an agent a token of its own (`lorestore token create --permission "
+            "write`) as LORESTORE_TOKEN; a person signs in with `lorestore login URL` instead; "
+            "or unset LORESTORE_URL to use the local store",
         )
-    return {"url": url, "token": token}
+    return {"url": url, "token": token, "credential": "environment"}
 
 
 def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:

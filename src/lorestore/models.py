@@ -348,6 +348,17 @@ class TokenListResult(Result):
     tokens: list[TokenInfo]
 
 
+class TokenCurrentResult(Result):
+    principal: str = Field(description="who acts: 'user:<id>'")
+    permission: str = Field(description="the highest permission held: read, write, review, admin")
+    is_person: bool = Field(
+        description="whether this is a person's credential (review or admin), not an agent's"
+    )
+    token: TokenInfo | None = Field(
+        description="the token of this call; none on the local store, which needs no token"
+    )
+
+
 class TokenRevokeParams(Params):
     id: str = Field(description="the token's id (from token list)")
 

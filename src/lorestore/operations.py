@@ -59,6 +59,7 @@ from lorestore.models import (
     SearchResult,
     TokenCreateParams,
     TokenCreateResult,
+    TokenCurrentResult,
     TokenInfo,
     TokenListResult,
     TokenRevokeParams,
@@ -400,6 +401,13 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         TokenListResult,
         surfaces=ADMIN_SURFACES,
+    ),
+    Operation(
+        "token_current",
+        "Who this call acts as: principal, highest permission, whether it is a person's "
+        "credential, and the token itself (never its secret).",
+        NoParams,
+        TokenCurrentResult,
     ),
     Operation(
         "token_revoke",

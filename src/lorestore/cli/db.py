@@ -125,7 +125,7 @@ def cap_command(
                 f"{owner!r} {limit}: the owner is user:NAME or org:SLUG and the limit 0-10,000,000",
                 hint="e.g. lorestore db cap org:acme 50000",
             )
-        settings = load_settings()
+        settings = load_settings(use_login=False)
         if database_url:
             settings = replace(settings, database_url=database_url)
         elif settings.remote:

@@ -20,6 +20,7 @@ from lorestore.cli.commands import build_command, default_action
 from lorestore.cli.db import db_app
 from lorestore.cli.eval import eval_command
 from lorestore.cli.importing import import_command
+from lorestore.cli.login import login_command, logout_command
 from lorestore.cli.migrate import migrate_command
 from lorestore.cli.portable import export_command
 from lorestore.cli.render import confirmation, failure, make_console, render
@@ -136,6 +137,9 @@ app.command("eval")(eval_command)
 # The streaming operations of the catalog, each with its own adapter.
 app.command("export")(export_command)
 app.command("import")(import_command)
+# The person's own credential for a server, kept out of the environment agents inherit.
+app.command("login")(login_command)
+app.command("logout")(logout_command)
 
 
 @app.command("mcp")
@@ -146,14 +150,23 @@ def mcp_command(
             "--announce", help="print how to connect an MCP host to stderr before serving"
         ),
     ] = False,
+    allow_person_token: Annotated[
+        bool,
+        typer.Option(
+            "--allow-person-token",
+            help="bridge even with a review or admin LORESTORE_TOKEN: the agent could then "
+            "verify, reject and delete lessons (refused without this)",
+        ),
+    ] = False,
 ) -> None:
     """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts); with
-    LORESTORE_URL set, on that server."""
+    LORESTORE_URL and an agent's LORESTORE_TOKEN set, on that server. Your own `lorestore
+    login` credential is never used here."""
     from lorestore.transports.mcp.stdio import announce as print_announcement
-    from lorestore.transports.mcp.stdio import serve_stdio
+    from lorestore.transports.mcp.stdio import refuse_person_token, serve_stdio
 
     try:
-        settings = load_settings()
+        settings = load_settings(use_login=False)
         if announce:
             print_announcement(settings)
         # One server process serves one agent session: its writes share a session id so that
@@ -164,7 +177,11 @@ def mcp_command(
     except LorestoreError as error:
         raise _fail(error, False) from None
     try:
+        if settings.remote and not allow_person_token:
+            refuse_person_token(backend.invoke)
         serve_stdio(with_git_context(backend.invoke, os.getcwd()))
+    except LorestoreError as error:
+        raise _fail(error, False) from None
     finally:
         backend.close()
 
@@ -188,7 +205,7 @@ def serve_command(
     from lorestore.transports.http.server import serve
 
     try:
-        settings = load_settings()
+        settings = load_settings(use_login=False)
         serve(settings, host=host, port=port, admin_token=admin_token)
     except LorestoreError as error:
         raise _fail(error, False) from None
@@ -206,7 +223,7 @@ def maintain_command(
     from lorestore.transports.http.scheduler import maintain_once
 
     try:
-        settings = load_settings()
+        settings = load_settings(use_login=False)
         if settings.remote:
             raise LorestoreError(
                 "config_error",

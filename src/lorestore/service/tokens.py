@@ -24,6 +24,7 @@ from lorestore.models import (
     NoParams,
     TokenCreateParams,
     TokenCreateResult,
+    TokenCurrentResult,
     TokenInfo,
     TokenListResult,
     TokenRevokeParams,
@@ -174,6 +175,19 @@ class TokenOperations(ServiceBase):
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             tokens = tx.list_tokens(actor.principal)
         return TokenListResult(tokens=[_info(t) for t in tokens])
+
+    def token_current(self, actor: Actor, p: NoParams) -> TokenCurrentResult:
+        """Who this call acts as: any caller may ask (an agent learns its own rights, and
+        ``lorestore mcp`` refuses to bridge with a person's token)."""
+        token = None
+        if actor.token_id is not None:
+            with self.store.transaction(write=False, actor=actor.principal) as tx:
+                mine = {t.id: t for t in tx.list_tokens(actor.principal)}
+            token = _info(mine[actor.token_id]) if actor.token_id in mine else None
+        held = next(p for p in ("admin", "review", "write", "read") if actor.can(p))
+        return TokenCurrentResult(
+            principal=actor.principal, permission=held, is_person=actor.is_person, token=token
+        )
 
     def token_revoke(self, actor: Actor, p: TokenRevokeParams) -> TokenInfo:
         self._authorise(actor, "admin")

@@ -54,7 +54,9 @@ def announce(url: str, token: str | None) -> None:
             "",
             "Admin token, shown this once (only its hash is stored); it is yours, not an agent's:",
             f"  {token}",
-            f"  export LORESTORE_URL={url} LORESTORE_TOKEN={token}",
+            # Never `export LORESTORE_TOKEN=`: hosts hand the shell's environment to the
+            # stdio servers they start, and every agent would act as this admin.
+            f"Keep it for the CLI (asked for, not echoed):  lorestore login {url}",
         ]
     # An agent gets a write token of its own: it can read, write and dispute, never verify,
     # reject or delete (an admin token would let it).

@@ -61,6 +61,30 @@ def announce(settings: Settings) -> None:
     )
 
 
+def refuse_person_token(invoke: Invoker) -> None:
+    """Refuse to bridge an agent to a server with a person's token (review or admin): the
+    agent could verify its own lessons, reject and delete. Hosts hand their shell's
+    environment to the stdio servers they start, so a LORESTORE_TOKEN a person exported for
+    themselves would otherwise reach every agent."""
+    from lorestore.core.errors import LorestoreError
+    from lorestore.models import NoParams, TokenCurrentResult
+    from lorestore.operations import BY_NAME
+
+    current = invoke(BY_NAME["token_current"], NoParams())
+    assert isinstance(current, TokenCurrentResult)
+    if current.is_person:
+        raise LorestoreError(
+            "forbidden",
+            f"LORESTORE_TOKEN is a {current.permission} token (a person's credential), and "
+            "an agent must not act with it: it could verify, reject and delete lessons",
+            hint="give the agent a write token of its own: `lorestore token create --name "
+            "AGENT --permission write`, set as LORESTORE_TOKEN in the host's command; keep "
+            "your own token in `lorestore login`. To bridge with it anyway: `lorestore mcp "
+            "--allow-person-token`",
+            details={"permission": current.permission},
+        )
+
+
 def _without_password(url: str) -> str:
     """A database URL as it may be shown: its password, if any, named and not printed."""
     parts = urlsplit(url)
