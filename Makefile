@@ -5,10 +5,13 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint format bench eval clean help
+BINDIR ?= $(HOME)/.local/bin
+
+.PHONY: run install test lint format bench eval clean help
 
 help:
 	@echo "make run    install into $(VENV) and serve lorestore over HTTP (MCP + REST) on the embedded store"
+	@echo "make install  link the lorestore command into $(BINDIR) (BINDIR=DIR for another folder)"
 	@echo "make test   install dev dependencies, lint, type-check and run the whole suite"
 	@echo "make lint   ruff + mypy strict on src/"
 	@echo "make bench  run the benchmarks (figures go to docs/benchmarks.md by hand)"
@@ -29,7 +32,15 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 
 # Prints the URL and, on first start only, an admin token (shown once, stored hashed).
 run: $(RUN_STAMP)
+	@echo "The lorestore command is $(abspath $(BIN))/lorestore; \`make install\` puts it on your PATH."
 	@$(BIN)/lorestore serve
+
+# A link, not a copy: the command keeps running this checkout's virtual environment.
+install: $(RUN_STAMP)
+	@mkdir -p "$(BINDIR)"
+	@ln -sf "$(abspath $(BIN))/lorestore" "$(BINDIR)/lorestore"
+	@echo "linked $(BINDIR)/lorestore -> $(abspath $(BIN))/lorestore"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on your PATH: add it (e.g. export PATH=\"$(BINDIR):\$$PATH\" in your shell's profile)";; esac
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -174,7 +174,8 @@ def test_announce_says_how_to_connect_and_ends_at_eof(home: Path) -> None:
     done = _announce(LORESTORE_HOME=str(home))
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # stdout is the protocol channel
-    assert "claude mcp add lorestore" in done.stderr and str(home) in done.stderr
+    # For the user, not only the folder the command is typed in (Claude Code's default).
+    assert "claude mcp add --scope user lorestore" in done.stderr and str(home) in done.stderr
     # The setting that chose this store travels with each host's command.
     lines = done.stderr.splitlines()
     (claude,) = [x for x in lines if "claude mcp add" in x]
@@ -227,3 +228,32 @@ def test_ctrl_c_stops_the_stdio_server(tmp_path: Path) -> None:
             child.send_signal(signal.SIGINT)
         child.communicate(timeout=20)  # closes stdin: the end of input for "eof"
         assert child.returncode == (130 if stop == "sigint" else 0), stop
+
+
+def test_at_a_terminal_it_says_it_waits_for_a_client(home: Path) -> None:
+    """Typed at a terminal, `lorestore mcp` said nothing and looked hung; piped (a host), it
+    still writes nothing but the protocol."""
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    process = subprocess.Popen(
+        [EXE, "mcp"],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "LORESTORE_HOME": str(home)},
+    )
+    os.close(follower)
+    try:
+        os.write(leader, b"\x04")  # Ctrl-D: the end of input, once the server reads
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        os.close(leader)
+    assert out == b""  # stdout stays the protocol's
+    assert err.decode().startswith("lorestore MCP server on stdio")
+    assert "Waiting for an MCP client on stdin" in err.decode()
+    piped = _announce(LORESTORE_HOME=str(home)).stderr
+    assert "Waiting for an MCP client" in piped  # --announce, the control, says it too

@@ -147,7 +147,9 @@ def mcp_command(
     announce: Annotated[
         bool,
         typer.Option(
-            "--announce", help="print how to connect an MCP host to stderr before serving"
+            "--announce",
+            help="print how to connect an MCP host to stderr before serving (done anyway when "
+            "stdin is a terminal)",
         ),
     ] = False,
     allow_person_token: Annotated[
@@ -167,7 +169,8 @@ def mcp_command(
 
     try:
         settings = load_settings(use_login=False)
-        if announce:
+        # A person who typed `lorestore mcp` at a terminal would otherwise see nothing at all.
+        if announce or sys.stdin.isatty():
             print_announcement(settings)
         # One server process serves one agent session: its writes share a session id so that
         # recurrence counts sessions, not calls.

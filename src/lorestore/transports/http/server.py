@@ -7,6 +7,7 @@ and closes the store, then exits 0.
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import sys
@@ -60,12 +61,21 @@ def announce(url: str, token: str | None) -> None:
         ]
     # An agent gets a write token of its own: it can read, write and dispute, never verify,
     # reject or delete (an admin token would let it).
+    # Registered for the user (Claude Code's default scope is the folder the command is
+    # typed in); Cursor and Codex read the agent's token from the variable when they start.
+    cursor = {"url": f"{url}/mcp", "headers": {"Authorization": "Bearer ${env:LORESTORE_TOKEN}"}}
     lines += [
         "",
         "Connect an agent with a write token of its own:",
         "  lorestore token create --name NAME --permission write      # prints lst_...",
-        f"  claude mcp add --transport http lorestore {url}/mcp "
+        f"  Claude Code:  claude mcp add --scope user --transport http lorestore {url}/mcp "
         '--header "Authorization: Bearer lst_..."',
+        "  Cursor:       ~/.cursor/mcp.json -> "
+        + json.dumps({"mcpServers": {"lorestore": cursor}}),
+        f'  Codex:        ~/.codex/config.toml -> [mcp_servers.lorestore] url = "{url}/mcp" '
+        'bearer_token_env_var = "LORESTORE_TOKEN"',
+        "  (Cursor and Codex: export LORESTORE_TOKEN=<the agent's write token> before starting "
+        "them)",
     ]
     print("\n".join(lines), flush=True)
 

@@ -51,11 +51,11 @@ def announce(settings: Settings) -> None:
     print(
         f"lorestore MCP server on stdio, {where}\n"
         "Connect a host to this command rather than to this terminal:\n"
-        f"  Claude Code:  claude mcp add lorestore{flags} -- {exe} mcp\n"
+        f"  Claude Code:  claude mcp add --scope user lorestore{flags} -- {exe} mcp\n"
         f"  Codex:        codex mcp add lorestore{flags.replace(' -e ', ' --env ')} -- {exe} mcp\n"
         f"  Cursor:       .cursor/mcp.json -> "
         f"{json.dumps({'mcpServers': {'lorestore': cursor}})}\n"
-        "Serving now; press Ctrl-D or Ctrl-C to stop.",
+        "Waiting for an MCP client on stdin; press Ctrl-D or Ctrl-C to stop.",
         file=sys.stderr,
         flush=True,
     )
