@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from lorestore.core.errors import LorestoreError
 from lorestore.portable.jsonl import HeaderError, Incoming, check_header, is_header
+from lorestore.portable.lorekit import mapped_scope
 from lorestore.portable.models import (
     LISTED,
     Format,
@@ -287,6 +288,12 @@ class ImportRun:
             )
         if applied.code is not None:
             self._problem(_problem_of(item, applied.code, applied.message or applied.code))
+        elif self.format == "lorekit" and isinstance(item.value, ParsedLesson):
+            lesson = item.value.lesson
+            written = mapped_scope({"scope": lesson.scope, "lorekit": lesson.ext.get("lorekit")})
+            if written is not None:  # how each scope was mapped is said, lesson by lesson
+                message = f"the file's scope {written!r} was imported as {lesson.scope!r}"
+                self._problem(_problem_of(item, "scope_mapped", message))
 
     def _invalid_record(self, incoming: Incoming, message: str) -> None:
         self._invalid += 1

@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path, PurePosixPath
@@ -31,6 +31,9 @@ from lorestore.portable.models import LISTED, Problem
 from lorestore.portable.shapes import LESSON
 
 TOP = ("global", "project", "repo", "branch")
+# LoreKit's own local server files a lesson whose scope it cannot place (a malformed or
+# mixed-case scope, as an agent wrote it) under _other/, keeping the scope as written.
+OTHER = "_other"
 FIELDS = (
     "scope",
     "key",
@@ -251,7 +254,7 @@ def _record(fields: dict[str, Any], texts: dict[str, str], value: str, path: str
     }
     record: dict[str, Any] = {
         "type": "lesson",
-        "scope": fields["scope"],
+        "scope": repaired_scope(fields["scope"]),
         "key": fields["key"],
         "value": value,
         "tags": fields.get("tags") or [],
@@ -266,14 +269,43 @@ def _record(fields: dict[str, Any], texts: dict[str, str], value: str, path: str
         "expires_at": fields.get("expires_at"),
         "source": source,
     }
-    kept = _fidelity(fields, texts, record, path)
+    kept = _fidelity(fields, texts, record, path, fields["scope"])
     if kept:
         record["lorekit"] = kept
     return record
 
 
+def repaired_scope(written: str) -> str:
+    """The scope a file's ``written`` scope stands for: itself when it is one, else the
+    corrected form the scope grammar suggests (``repo:acme/app`` -> ``repo::acme/app``),
+    followed while it suggests one; a scope with no correction is left for the importer to
+    refuse, and say why."""
+    text = written
+    for _ in range(4):  # each correction mends one mistake
+        try:
+            return parse_scope(text).text
+        except LorestoreError as exc:
+            corrected = exc.details.get("corrected")
+            if not isinstance(corrected, str) or corrected == text:
+                return written
+            text = corrected
+    return written
+
+
+def mapped_scope(record: Mapping[str, Any]) -> str | None:
+    """The scope a LoreKit file wrote, when it was imported under another (its case, or a
+    repaired spelling); None when it was imported as written."""
+    kept = record.get("lorekit") or {}
+    written = kept.get("scope") if isinstance(kept, Mapping) else None
+    return written if isinstance(written, str) and written != record.get("scope") else None
+
+
 def _fidelity(
-    fields: dict[str, Any], texts: dict[str, str], record: dict[str, Any], path: str
+    fields: dict[str, Any],
+    texts: dict[str, str],
+    record: dict[str, Any],
+    path: str,
+    written_scope: str,
 ) -> dict[str, Any]:
     """What the file says that lorestore would otherwise normalise away."""
     kept: dict[str, Any] = {}
@@ -282,8 +314,8 @@ def _fidelity(
         key = validate_key(record["key"])
     except LorestoreError:
         return kept  # the importer refuses the scope or key and says why
-    if scope.text != record["scope"]:
-        kept["scope"] = record["scope"]
+    if scope.text != written_scope:
+        kept["scope"] = written_scope
     if key != record["key"]:
         kept["key"] = record["key"]
     if isinstance(record["tags"], list) and _spelling_differs(record["tags"]):
@@ -327,7 +359,7 @@ def _spelling_differs(tags: list[Any]) -> bool:
 def read_tree(root: Path) -> Iterator[Incoming]:
     """Every lesson file under a LoreKit directory, in path order, one directory at a time; a
     file or directory that cannot be read is named, and the rest still read."""
-    for top in TOP:
+    for top in (*TOP, OTHER):
         for path, problem in _walk(root / top):
             rel = path.relative_to(root).as_posix()
             if problem is not None:

@@ -57,7 +57,8 @@ class Problem(Result):
     key: str | None = None
     code: str = Field(
         description="invalid_record, rejected_value, forbidden, address_taken, id_taken, "
-        "target_differs, cap_exceeded, unknown_type, not_kept, ..."
+        "target_differs, cap_exceeded, unknown_type, not_kept, scope_mapped (a LoreKit "
+        "file's scope imported under its lorestore form; it landed), ..."
     )
     message: str
 
