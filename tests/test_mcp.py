@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
 
 from lorestore.operations import on_surface
+from lorestore.transports.mcp.server import tool_definitions
 
 S = "repo::acme/app"
 EXE = str(Path(sys.executable).parent / "lorestore")
@@ -64,17 +65,27 @@ def run_mcp(
 
 
 def test_tools_are_the_catalog_with_schemas(home: Path) -> None:
+    """The stdio agent is listed the catalog's tools it may call (read and write), not the
+    review and admin ones it would only be refused; those stay refused when called."""
+    agents = [op.name for op in on_surface("mcp") if op.permission in ("read", "write")]
+
     async def scenario(tools: Tools) -> None:
         listed = (await tools.client.list_tools()).tools
-        assert [t.name for t in listed] == [op.name for op in on_surface("mcp")]
+        assert [t.name for t in listed] == agents
         by_name = {t.name: t for t in listed}
         write = by_name["memory_write"]
         assert set(write.input_schema["required"]) == {"scope", "key", "value"}
         assert write.output_schema and "lesson" in write.output_schema["properties"]
         assert by_name["memory_read"].annotations.read_only_hint is True  # type: ignore[union-attr]
-        assert by_name["memory_delete"].annotations.destructive_hint is True  # type: ignore[union-attr]
+        assert not {"memory_verify", "memory_reject", "memory_delete"} & set(by_name)
+        await tools.ok("memory_write", scope=S, key="k", value="v")
+        refused = await tools.error("memory_verify", scope=S, key="k")
+        assert refused["code"] == "forbidden"
 
     run_mcp(home, scenario)
+    every = {t.name: t for t in tool_definitions()}
+    assert list(every) == [op.name for op in on_surface("mcp")]
+    assert every["memory_delete"].annotations.destructive_hint is True  # type: ignore[union-attr]
 
 
 def test_structured_results_equal_the_cli_json(home: Path, cli: Cli) -> None:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from lorestore.auth.actor import Actor
+from lorestore.auth.actor import Actor, Permission
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
     FIELD_CODES,
@@ -92,6 +92,9 @@ class Operation:
     cli_args: tuple[str, ...] = ()
     mutates: bool = False
     surfaces: frozenset[Surface] = ALL_SURFACES
+    # The least permission that may call it at all (the service authorises every call, some
+    # further by what they touch): MCP lists a caller only the tools it may call.
+    permission: Permission = "read"
     # Moves a stream of records rather than one request and one result: the CLI and REST
     # generators skip it, and hand-written adapters (cli/portable.py, cli/importing.py,
     # transports/http/streaming.py) carry it. Never on MCP (DESIGN §6).
@@ -162,6 +165,7 @@ CATALOG: tuple[Operation, ...] = (
         WriteResult,
         cli_args=("scope", "key", "value"),
         mutates=True,
+        permission="write",
     ),
     Operation(
         "memory_read",
@@ -232,6 +236,7 @@ CATALOG: tuple[Operation, ...] = (
         LessonResult,
         cli_args=("scope", "key"),
         mutates=True,
+        permission="write",
     ),
     Operation(
         "memory_restore",
@@ -240,6 +245,7 @@ CATALOG: tuple[Operation, ...] = (
         LessonResult,
         cli_args=("scope", "key"),
         mutates=True,
+        permission="write",
     ),
     Operation(
         "memory_dispute",
@@ -248,6 +254,7 @@ CATALOG: tuple[Operation, ...] = (
         LessonResult,
         cli_args=("scope", "key"),
         mutates=True,
+        permission="write",
     ),
     Operation(
         "memory_verify",
@@ -257,6 +264,7 @@ CATALOG: tuple[Operation, ...] = (
         LessonResult,
         cli_args=("scope", "key"),
         mutates=True,
+        permission="review",
     ),
     Operation(
         "memory_reject",
@@ -266,6 +274,7 @@ CATALOG: tuple[Operation, ...] = (
         LessonResult,
         cli_args=("scope", "key"),
         mutates=True,
+        permission="review",
     ),
     Operation(
         "memory_review_queue",
@@ -281,6 +290,7 @@ CATALOG: tuple[Operation, ...] = (
         DeleteResult,
         cli_args=("scope", "key"),
         mutates=True,
+        permission="admin",
     ),
     Operation(
         "memory_purge",
@@ -288,6 +298,7 @@ CATALOG: tuple[Operation, ...] = (
         PurgeParams,
         PurgeResult,
         mutates=True,
+        permission="admin",
     ),
     Operation(
         "memory_purge_expired",
@@ -295,6 +306,7 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         PurgeResult,
         mutates=True,
+        permission="admin",
     ),
     Operation(
         "memory_export",
@@ -316,6 +328,7 @@ CATALOG: tuple[Operation, ...] = (
         mutates=True,
         surfaces=BULK_SURFACES,
         streaming=True,
+        permission="write",
     ),
     Operation(
         "org_create",
@@ -325,6 +338,7 @@ CATALOG: tuple[Operation, ...] = (
         cli_args=("slug",),
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "org_list",
@@ -349,6 +363,7 @@ CATALOG: tuple[Operation, ...] = (
         cli_args=("org", "user"),
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "org_accept",
@@ -367,6 +382,7 @@ CATALOG: tuple[Operation, ...] = (
         cli_args=("org", "user"),
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "org_bind",
@@ -377,6 +393,7 @@ CATALOG: tuple[Operation, ...] = (
         cli_args=("org", "pattern"),
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "org_unbind",
@@ -386,6 +403,7 @@ CATALOG: tuple[Operation, ...] = (
         cli_args=("org", "pattern"),
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "token_create",
@@ -394,6 +412,7 @@ CATALOG: tuple[Operation, ...] = (
         TokenCreateResult,
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "token_list",
@@ -401,6 +420,7 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         TokenListResult,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
     Operation(
         "token_current",
@@ -417,6 +437,7 @@ CATALOG: tuple[Operation, ...] = (
         cli_args=("id",),
         mutates=True,
         surfaces=ADMIN_SURFACES,
+        permission="admin",
     ),
 )
 

@@ -165,7 +165,7 @@ def mcp_command(
     LORESTORE_URL and an agent's LORESTORE_TOKEN set, on that server. Your own `lorestore
     login` credential is never used here."""
     from lorestore.transports.mcp.stdio import announce as print_announcement
-    from lorestore.transports.mcp.stdio import refuse_person_token, serve_stdio
+    from lorestore.transports.mcp.stdio import bridged_permissions, serve_stdio
 
     try:
         settings = load_settings(use_login=False)
@@ -180,9 +180,10 @@ def mcp_command(
     except LorestoreError as error:
         raise _fail(error, False) from None
     try:
-        if settings.remote and not allow_person_token:
-            refuse_person_token(backend.invoke)
-        serve_stdio(with_git_context(backend.invoke, os.getcwd()))
+        permissions = agent.permissions
+        if settings.remote:  # the token's rights, not the local agent's, decide there
+            permissions = bridged_permissions(backend.invoke, allow_person_token=allow_person_token)
+        serve_stdio(with_git_context(backend.invoke, os.getcwd()), permissions)
     except LorestoreError as error:
         raise _fail(error, False) from None
     finally:

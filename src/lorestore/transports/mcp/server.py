@@ -19,7 +19,7 @@ from mcp.server import Server, ServerRequestContext
 from pydantic_core import to_json
 
 from lorestore import __version__
-from lorestore.auth.actor import Actor
+from lorestore.auth.actor import ALL_PERMISSIONS, Actor, Permission
 from lorestore.core.errors import LorestoreError
 from lorestore.models import Params, Result
 from lorestore.operations import BY_NAME, Operation, on_surface
@@ -28,6 +28,8 @@ from lorestore.service import LessonService
 Invoker = Callable[[Operation, Params], Result]
 # Picks the invoker of one request (e.g. from its bearer token); may raise LorestoreError.
 InvokerFor = Callable[[ServerRequestContext[Any]], Invoker]
+# The permissions of the caller of one request: it is listed the tools it may call.
+PermissionsFor = Callable[[ServerRequestContext[Any]], frozenset[Permission]]
 
 INSTRUCTIONS = (
     "lorestore keeps lessons learned while coding, addressed by (scope, key). Scopes: global, "
@@ -83,7 +85,9 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def tool_definitions() -> list[types.Tool]:
+def tool_definitions(permissions: frozenset[Permission] = ALL_PERMISSIONS) -> list[types.Tool]:
+    """The tools a caller holding ``permissions`` may call: an agent is not shown review and
+    admin tools it could only be refused (a host would offer them to its model)."""
     return [
         types.Tool(
             name=op.name,
@@ -96,6 +100,7 @@ def tool_definitions() -> list[types.Tool]:
             ),
         )
         for op in on_surface("mcp")
+        if op.permission in permissions or "admin" in permissions  # as Actor.can decides
     ]
 
 
@@ -139,13 +144,19 @@ def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> t
     )
 
 
-def build_server(invoker_for: InvokerFor) -> Server[Any]:
-    tools = tool_definitions()
+def build_server(invoker_for: InvokerFor, permissions_for: PermissionsFor) -> Server[Any]:
+    listed: dict[frozenset[Permission], list[types.Tool]] = {}  # a few sets: built once each
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        try:
+            permissions = permissions_for(ctx)
+        except LorestoreError:
+            permissions = frozenset()  # nothing to list for a caller who is nobody
+        if permissions not in listed:
+            listed[permissions] = tool_definitions(permissions)
+        return types.ListToolsResult(tools=listed[permissions])
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -16,6 +16,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from lorestore.auth.actor import Permission
 from lorestore.config import Settings, store_variables
 from lorestore.transports.mcp.server import Invoker
 
@@ -61,18 +62,20 @@ def announce(settings: Settings) -> None:
     )
 
 
-def refuse_person_token(invoke: Invoker) -> None:
-    """Refuse to bridge an agent to a server with a person's token (review or admin): the
-    agent could verify its own lessons, reject and delete. Hosts hand their shell's
-    environment to the stdio servers they start, so a LORESTORE_TOKEN a person exported for
-    themselves would otherwise reach every agent."""
+def bridged_permissions(invoke: Invoker, *, allow_person_token: bool) -> frozenset[Permission]:
+    """The permissions the server grants the bridge's token, asked of the server. A person's
+    token (review or admin) is refused unless ``allow_person_token``: the agent could verify
+    its own lessons, reject and delete. Hosts hand their shell's environment to the stdio
+    servers they start, so a LORESTORE_TOKEN a person exported for themselves would
+    otherwise reach every agent."""
+    from lorestore.auth.tokens import implied_permissions
     from lorestore.core.errors import LorestoreError
     from lorestore.models import NoParams, TokenCurrentResult
     from lorestore.operations import BY_NAME
 
     current = invoke(BY_NAME["token_current"], NoParams())
     assert isinstance(current, TokenCurrentResult)
-    if current.is_person:
+    if current.is_person and not allow_person_token:
         raise LorestoreError(
             "forbidden",
             f"LORESTORE_TOKEN is a {current.permission} token (a person's credential), and "
@@ -83,6 +86,7 @@ def refuse_person_token(invoke: Invoker) -> None:
             "--allow-person-token`",
             details={"permission": current.permission},
         )
+    return implied_permissions(current.permission)
 
 
 def _without_password(url: str) -> str:
@@ -164,14 +168,15 @@ def _host_input() -> Iterator[Any]:
         os.dup2(wire, 0)
 
 
-def serve_stdio(invoke: Invoker) -> None:
-    """Serve the tools over stdin/stdout until the host closes them."""
+def serve_stdio(invoke: Invoker, permissions: frozenset[Permission]) -> None:
+    """Serve the tools over stdin/stdout until the host closes them, listing those that
+    ``permissions`` may call."""
     import anyio
     from mcp.server.stdio import stdio_server
 
     from lorestore.transports.mcp.server import build_server
 
-    server = build_server(lambda ctx: invoke)
+    server = build_server(lambda ctx: invoke, lambda ctx: permissions)
 
     async def run() -> None:
         with _host_input() as lines:

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.service import LessonService
-from lorestore.transports.mcp.server import Invoker, build_server, local_invoker
+from lorestore.transports.mcp.server import build_server, local_invoker
 
 ActorOf = Callable[[Mapping[str, Any]], Actor]
 
@@ -31,15 +31,18 @@ class StreamableHTTPEndpoint:
     fresh SDK session manager each time (a manager runs only once; an app may start again)."""
 
     def __init__(self, service: LessonService, actor_of: ActorOf, *, max_request_bytes: int):
-        def invoker_for(ctx: ServerRequestContext[Any]) -> Invoker:
+        def caller(ctx: ServerRequestContext[Any]) -> Actor:
             request = ctx.request
             if not isinstance(request, Request):
                 raise LorestoreError(
                     "unauthenticated", "this MCP call came without an HTTP request"
                 )
-            return local_invoker(service, actor_of(request.scope))
+            return actor_of(request.scope)
 
-        self._server = build_server(invoker_for)
+        self._server = build_server(
+            lambda ctx: local_invoker(service, caller(ctx)),
+            lambda ctx: caller(ctx).permissions,
+        )
         self._max_request_bytes = max_request_bytes
         self._manager: StreamableHTTPSessionManager | None = None
 
