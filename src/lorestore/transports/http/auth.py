@@ -28,6 +28,16 @@ from lorestore.transports.http.errors import error_response
 
 ACTOR_KEY = "lorestore.actor"
 PUBLIC_PATHS = frozenset({"/healthz", OPENAPI_PATH})
+# Where an MCP host looks for OAuth (RFC 9728 and 8414 metadata, OpenID discovery, dynamic
+# client registration) when a server answers 401. lorestore takes bearer tokens and has no
+# authorization server: these answer 404 without a token, so a host reports that the server
+# needs a token, where a 401 here read as "Dynamic Client Registration rejected".
+OAUTH_DISCOVERY = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+)
+OAUTH_ENDPOINTS = frozenset({"/register", "/authorize", "/token"})
 TOKEN_PARAMETERS = frozenset(
     {"token", "access_token", "api_key", "apikey", "api-key", "bearer", "auth", "authorization"}
 )
@@ -89,6 +99,10 @@ def bearer_token(headers: Headers) -> str:
     return token.strip()
 
 
+def _oauth_path(path: str) -> bool:
+    return path in OAUTH_ENDPOINTS or path.startswith(OAUTH_DISCOVERY)
+
+
 def actor_of(scope: Mapping[str, Any]) -> Actor:
     """The authenticated actor of a request (set by ``BearerAuth``)."""
     actor = scope.get(ACTOR_KEY)
@@ -110,6 +124,15 @@ class BearerAuth:
             return
         try:
             refuse_token_in_query(scope.get("query_string", b""))
+            if _oauth_path(scope["path"]):
+                raise LorestoreError(
+                    "not_found",
+                    "this lorestore server takes bearer tokens, not OAuth: it has no "
+                    "authorization server to discover or register with",
+                    hint="give the host's server entry the header `Authorization: Bearer "
+                    "<token>` with an agent's write token (`lorestore token create --name "
+                    "AGENT --permission write`)",
+                )
             if scope["path"] not in PUBLIC_PATHS:
                 scope[ACTOR_KEY] = await self._authenticate(Headers(scope=scope))
         except LorestoreError as error:

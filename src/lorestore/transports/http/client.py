@@ -4,6 +4,7 @@ exit status match local use."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx2
@@ -16,6 +17,11 @@ from lorestore.operations import Operation
 from lorestore.transports.http import API_PREFIX, caller_headers
 
 TIMEOUT_SECONDS = 60.0
+# A request refused with 429 is sent again after the server's Retry-After, a few times, while
+# the waits add up to no more than this: longer, and a command or tool call would seem hung,
+# so the rate_limited error (with retry_after) is reported instead.
+RETRY_WAIT_SECONDS = 15.0
+RETRIES = 3
 
 
 class RemoteClient:
@@ -41,18 +47,18 @@ class RemoteClient:
         )
 
     def invoke(self, op: Operation, params: Params) -> Result:
-        """POST the operation's arguments as set by the caller; the server applies defaults."""
-        try:
-            response = self._http.post(
-                f"{API_PREFIX}/{op.name}", content=params.model_dump_json(exclude_unset=True)
-            )
-        except httpx2.TransportError as exc:
-            raise LorestoreError(
-                "config_error",
-                f"cannot reach the lorestore server at {self.url}: {exc}",
-                hint="start it with `lorestore serve`, check LORESTORE_URL, "
-                "or unset LORESTORE_URL to use the local store",
-            ) from None
+        """POST the operation's arguments as set by the caller; the server applies defaults.
+        A 429 is retried after its Retry-After (see RETRY_WAIT_SECONDS)."""
+        body = params.model_dump_json(exclude_unset=True)
+        waited = 0.0
+        for attempt in range(RETRIES + 1):
+            # A 429 is answered before the operation runs: sending it again is safe.
+            response = self._post(op, body)
+            wait = _retry_after(response)
+            if wait is None or attempt == RETRIES or waited + wait > RETRY_WAIT_SECONDS:
+                break
+            time.sleep(wait)
+            waited += wait
         if response.status_code != 200:
             raise error_from(response)
         try:
@@ -64,8 +70,29 @@ class RemoteClient:
                 hint="run the same lorestore version on the server and here",
             ) from None
 
+    def _post(self, op: Operation, body: str) -> httpx2.Response:
+        try:
+            return self._http.post(f"{API_PREFIX}/{op.name}", content=body)
+        except httpx2.TransportError as exc:
+            raise LorestoreError(
+                "config_error",
+                f"cannot reach the lorestore server at {self.url}: {exc}",
+                hint="start it with `lorestore serve`, check LORESTORE_URL, "
+                "or unset LORESTORE_URL to use the local store",
+            ) from None
+
     def close(self) -> None:
         self._http.close()
+
+
+def _retry_after(response: httpx2.Response) -> float | None:
+    """The seconds a 429 asks to wait (Retry-After in seconds), None for any other answer."""
+    if response.status_code != 429:
+        return None
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
 
 
 def error_from(response: httpx2.Response) -> LorestoreError:
