@@ -357,3 +357,52 @@ def test_a_client_that_leaves_mid_import_is_not_a_server_error(served: Served) -
     ]
     assert sorted(r["status"] for r in imports) == [200, 400]
     assert "Traceback" not in served.server.stderr
+
+
+def test_logs_are_readable_lines_at_a_terminal_and_json_when_piped(tmp_path: Path) -> None:
+    """JSON logs interleaved with the banner scrolled the one-time token away: a terminal gets
+    readable lines; piped stays JSON (the control, with test_request_logs_are_json above)."""
+    import os
+    import pty
+    import select
+    import time
+
+    from tests.serving import free_port
+
+    port = free_port()
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [EXE, "serve", "--port", str(port)],
+        env=base_env(tmp_path / "fresh", LORESTORE_MAINTENANCE_HOURS="off"),
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+    )
+    os.close(follower)
+    seen = ""
+    try:
+        deadline = time.monotonic() + 30
+        while "Uvicorn running" not in seen and "startup complete" not in seen.lower():
+            assert time.monotonic() < deadline, seen
+            if select.select([leader], [], [], 0.5)[0]:
+                seen += os.read(leader, 65536).decode(errors="replace")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
+        os.close(leader)
+    assert "Admin token, shown this once" in out
+    assert not [line for line in seen.splitlines() if line.lstrip().startswith("{")]
+    assert re.search(r"^\d\d:\d\d:\d\d info ", seen, re.MULTILINE), seen
+    text = Server(tmp_path / "piped", "--no-admin-token", "--log-format", "text")
+    assert text.stop() == 0
+    assert re.search(r"^\d\d:\d\d:\d\d info ", text.stderr, re.MULTILINE)
+    bad = subprocess.run(
+        [EXE, "serve", "--log-format", "xml"],
+        env=base_env(tmp_path / "bad"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert bad.returncode == 2 and "auto, json or text" in bad.stderr
+    assert not (tmp_path / "bad").exists()  # refused before any store was opened

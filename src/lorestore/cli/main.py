@@ -4,6 +4,7 @@ commands generated from the catalog, and ``mcp``, ``serve`` and ``maintain``. Wi
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import uuid
@@ -78,7 +79,7 @@ app = typer.Typer(
     name="lorestore",
     help="A lesson store for coding agents: every version kept, corrections that stick.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -192,25 +193,42 @@ def mcp_command(
 
 @app.command("serve")
 def serve_command(
-    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(metavar="HOST", help="address to listen on")] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option(help="port to listen on (0: any free one)", min=0, max=65535)
+        int,
+        typer.Option(
+            metavar="PORT", help="port to listen on, 0-65535 (0: any free one)", min=0, max=65535
+        ),
     ] = 8765,
-    admin_token: Annotated[
+    no_admin_token: Annotated[
         bool,
         typer.Option(
-            help="on first start (no live token for the local user) create an admin token and "
-            "print it once"
+            "--no-admin-token",
+            help="on first start (no live token for the local user) do not create and print "
+            "the admin token it otherwise shows once",
         ),
-    ] = True,
+    ] = False,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            metavar="FORMAT",
+            help="auto (readable lines at a terminal, JSON when piped), json or text",
+        ),
+    ] = "auto",
 ) -> None:
     """Serve MCP (streamable HTTP, /mcp) and REST (/api/v1, OpenAPI) on the local store, with
-    bearer tokens, the maintenance schedule and JSON request logs."""
+    bearer tokens, the maintenance schedule and request logs on stderr."""
     from lorestore.transports.http.server import serve
 
     try:
         settings = load_settings(use_login=False)
-        serve(settings, host=host, port=port, admin_token=admin_token)
+        serve(
+            settings,
+            host=host,
+            port=port,
+            admin_token=not no_admin_token,
+            log_format=log_format,
+        )
     except LorestoreError as error:
         raise _fail(error, False) from None
 
@@ -268,6 +286,26 @@ def _main(
     ] = False,
 ) -> None:
     """lorestore keeps the lessons coding agents learn, with every version and correction."""
+
+
+def _flowing(text: str) -> str:
+    """Help text with each paragraph on one line, for Rich to wrap: the command list keeps a
+    docstring's own line breaks, which came out as ragged lines in the middle of a row."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def _flow_help(tree: typer.Typer) -> None:
+    for command in tree.registered_commands:
+        text = command.help or inspect.getdoc(command.callback)
+        if text:
+            command.help = _flowing(text)
+    for group in tree.registered_groups:
+        if group.typer_instance is not None:
+            _flow_help(group.typer_instance)
+
+
+_flow_help(app)
 
 
 def main() -> None:

@@ -92,7 +92,12 @@ def export_command(
     ] = None,
     until: Annotated[str | None, typer.Option(help="only records changed before this time")] = None,
     history: Annotated[
-        bool, typer.Option("--history/--no-history", help="include every version of each lesson")
+        bool,
+        typer.Option(
+            "--history/--no-history",
+            show_default=False,
+            help="include every version of each lesson (the default), or only the current one",
+        ),
     ] = True,
     json_output: Annotated[
         bool, typer.Option("--json", help="print the summary (or error) as JSON")

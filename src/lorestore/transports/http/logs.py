@@ -1,7 +1,8 @@
-"""Structured logs: one JSON object per line on stderr for every server log record, and one
-request log record per HTTP request. A request record names the method, the path (never the
-query string), status, duration, operation, error code and token id: never a token, a header
-or a body, so no secret and no lesson text reaches the logs."""
+"""Structured logs on stderr: one JSON object per line for every server log record (or, for
+a person at a terminal, one readable line), and one request log record per HTTP request. A
+request record names the method, the path (never the query string), status, duration,
+operation, error code and token id: never a token, a header or a body, so no secret and no
+lesson text reaches the logs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -40,13 +41,38 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def log_config(level: str = "INFO") -> dict[str, Any]:
-    """A ``logging.config.dictConfig`` for uvicorn and lorestore: JSON lines on stderr."""
-    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+class TextFormatter(logging.Formatter):
+    """A record as one line a person reads: time, level, event, then its fields as k=v."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        at = datetime.fromtimestamp(record.created, UTC).strftime("%H:%M:%S")
+        fields = getattr(record, FIELDS, {})
+        parts = [at, record.levelname.lower(), record.getMessage()]
+        parts += [f"{k}={v}" for k, v in fields.items() if v is not None]
+        line = " ".join(str(p) for p in parts)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+LogFormat = Literal["json", "text"]
+
+
+def log_config(level: str = "INFO", log_format: LogFormat = "json") -> dict[str, Any]:
+    """A ``logging.config.dictConfig`` for uvicorn and lorestore: JSON lines on stderr, or
+    readable lines (``text``)."""
+    handler = {
+        "class": "logging.StreamHandler",
+        "formatter": log_format,
+        "stream": "ext://sys.stderr",
+    }
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+        "formatters": {
+            "json": {"()": f"{__name__}.JsonFormatter"},
+            "text": {"()": f"{__name__}.TextFormatter"},
+        },
         "handlers": {"stderr": handler},
         "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {

@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from lorestore.auth.actor import local_actor
 from lorestore.config import Settings
@@ -20,6 +21,9 @@ from lorestore.core.records import format_ts
 from lorestore.models import NoParams, TokenCreateParams
 from lorestore.service import LessonService
 from lorestore.transports.http import API_PREFIX, NO_DELAY, OPENAPI_PATH
+
+if TYPE_CHECKING:
+    from lorestore.transports.http.logs import LogFormat
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -86,7 +90,11 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> None:
+def serve(
+    settings: Settings, *, host: str, port: int, admin_token: bool, log_format: str = "auto"
+) -> None:
+    """Serve until stopped. ``log_format`` ``auto`` writes readable log lines when stderr is a
+    terminal (a person, who must not lose the banner's token among JSON) and JSON otherwise."""
     import uvicorn
 
     from lorestore.composition import build_service
@@ -100,6 +108,7 @@ def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> Non
                 token = bootstrap_token(service, settings.principal) if admin_token else None
                 announce(f"http://{f'[{host}]' if ':' in host else host}:{port}", token)
 
+    chosen_format = _log_format(log_format)  # before anything opens: bad input changes nothing
     # Listen first: a port that is taken ends here, before the application starts (and with
     # it the maintenance sweep, which would otherwise change the store of a server that never
     # served).
@@ -112,7 +121,7 @@ def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> Non
             build_app(service, settings),
             host=host,
             port=port,
-            log_config=log_config(),
+            log_config=log_config(log_format=chosen_format),
             access_log=False,
             server_header=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
@@ -126,6 +135,18 @@ def serve(settings: Settings, *, host: str, port: int, admin_token: bool) -> Non
         listener.close()
         service.store.close()
         sys.stdout.flush()
+
+
+def _log_format(chosen: str) -> LogFormat:
+    if chosen == "auto":
+        return "text" if sys.stderr.isatty() else "json"
+    if chosen not in ("json", "text"):
+        raise LorestoreError(
+            "invalid_argument",
+            f"--log-format {chosen!r} is not auto, json or text",
+            hint="auto: readable at a terminal, JSON when piped",
+        )
+    return "json" if chosen == "json" else "text"
 
 
 def _listen(host: str, port: int) -> socket.socket:
