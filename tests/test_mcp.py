@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
@@ -268,3 +269,38 @@ def test_at_a_terminal_it_says_it_waits_for_a_client(home: Path) -> None:
     assert "Waiting for an MCP client on stdin" in err.decode()
     piped = _announce(LORESTORE_HOME=str(home)).stderr
     assert "Waiting for an MCP client" in piped  # --announce, the control, says it too
+
+
+def test_a_server_started_outside_a_checkout_takes_its_git_context_from_the_roots(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hosts may start stdio servers in the home folder: recall then knew no repository and
+    silently left out every repository lesson. The client's roots name the work tree; without
+    them (the control) the answer says that no repository was known."""
+    import mcp_types as types
+    from mcp.client.stdio import StdioServerParameters
+    from tests.test_recall_surfaces import make_work_tree
+
+    tree = make_work_tree(tmp_path, monkeypatch)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"LORESTORE_HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    params = StdioServerParameters(command=EXE, args=["mcp"], env=env, cwd=str(elsewhere))
+    seen: dict[str, Any] = {}
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=tree.as_uri(), name="app")])
+
+    async def main() -> None:
+        # The handshake protocol, as hosts speak it today: roots are deprecated from 2026-07-28.
+        async with Client(params, list_roots_callback=roots, mode="legacy") as client:
+            seen["rooted"] = (await client.call_tool("memory_recall", {})).structured_content
+        async with Client(params) as client:
+            seen["bare"] = (await client.call_tool("memory_recall", {})).structured_content
+
+    anyio.run(main)
+    assert seen["rooted"]["context"]["repo"] == "example/app"
+    assert seen["rooted"]["context"]["branch"] == "main"
+    assert "no repository was known" not in seen["rooted"]["text"]
+    assert seen["bare"]["context"]["repo"] is None
+    assert "no repository was known" in seen["bare"]["text"]

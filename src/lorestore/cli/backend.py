@@ -49,16 +49,18 @@ Invoke = Callable[[Operation, Params], Result]
 FILE_UNKNOWN = "file_unknown:"
 
 
-def with_git_context(invoke: Invoke, cwd: str) -> Invoke:
-    """Fill a recall's context and a written lesson's provenance from git in ``cwd`` before
-    the operation runs (locally or remotely), never overriding what the caller passed, so
-    that a host needs to pass nothing; a recall whose answer holds files the server could
-    not hash is asked again with their blobs."""
+def with_git_context(invoke: Invoke, cwd: str | Callable[[], str]) -> Invoke:
+    """Fill a recall's context and a written lesson's provenance from git in ``cwd`` (a
+    folder, or what gives the folder of the moment) before the operation runs (locally or
+    remotely), never overriding what the caller passed, so that a host needs to pass
+    nothing; a recall whose answer holds files the server could not hash is asked again
+    with their blobs."""
+    folder = cwd if callable(cwd) else lambda: cwd
 
     def invoke_in_context(op: Operation, params: Params) -> Result:
         if op.name not in GIT_OPERATIONS:
             return invoke(op, params)
-        data = fill_from_git(op.name, params.model_dump(exclude_none=True), cwd)
+        data = fill_from_git(op.name, params.model_dump(exclude_none=True), folder())
         result = invoke(op, op.parse(data))
         if isinstance(result, RecallResult):
             return _recall_with_blobs(invoke, op, data, result)

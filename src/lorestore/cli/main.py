@@ -165,8 +165,8 @@ def mcp_command(
     """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts); with
     LORESTORE_URL and an agent's LORESTORE_TOKEN set, on that server. Your own `lorestore
     login` credential is never used here."""
+    from lorestore.transports.mcp.stdio import WorkTree, bridged_permissions, serve_stdio
     from lorestore.transports.mcp.stdio import announce as print_announcement
-    from lorestore.transports.mcp.stdio import bridged_permissions, serve_stdio
 
     try:
         settings = load_settings(use_login=False)
@@ -184,7 +184,8 @@ def mcp_command(
         permissions = agent.permissions
         if settings.remote:  # the token's rights, not the local agent's, decide there
             permissions = bridged_permissions(backend.invoke, allow_person_token=allow_person_token)
-        serve_stdio(with_git_context(backend.invoke, os.getcwd()), permissions)
+        tree = WorkTree(os.getcwd())
+        serve_stdio(with_git_context(backend.invoke, tree.path), permissions, tree)
     except LorestoreError as error:
         raise _fail(error, False) from None
     finally:

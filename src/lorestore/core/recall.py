@@ -303,12 +303,26 @@ def _eligibility(
     return decided
 
 
+NO_REPOSITORY = (
+    "(no repository was known for this task: not in a git checkout with a usable remote, and "
+    "none was passed; only project and global lessons were recalled. Pass repo, and branch, "
+    "to recall a repository's lessons)"
+)
+
+
 def render_fence(
-    recall_id: str, offered: Sequence[LessonHead], not_considered: Sequence[str] = ()
+    recall_id: str,
+    offered: Sequence[LessonHead],
+    not_considered: Sequence[str] = (),
+    *,
+    repository_known: bool = True,
 ) -> str:
-    """The text block for an agent's context: fenced, labelled, with provenance, and the
-    scopes that hold more lessons than recall weighed."""
+    """The text block for an agent's context: fenced, labelled, with provenance, the scopes
+    that hold more lessons than recall weighed, and whether a repository was known (without
+    one, recall silently left out every repository's lessons)."""
     parts = [FENCE_OPEN.format(recall_id=recall_id), PREAMBLE, ""]
+    if not repository_known:
+        parts += [NO_REPOSITORY, ""]
     for number, lesson in enumerate(offered, start=1):
         parts += [render_lesson(number, lesson), ""]
     if not offered:

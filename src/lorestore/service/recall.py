@@ -125,7 +125,10 @@ class RecallOperations(ServiceBase):
             not_considered=not_considered,
             tokens_used=selection.tokens_used,
             text=render_fence(
-                recall_id, [d.candidate.lesson for d in selection.offered], not_considered
+                recall_id,
+                [d.candidate.lesson for d in selection.offered],
+                not_considered,
+                repository_known=context.repo is not None,
             ),
         )
 

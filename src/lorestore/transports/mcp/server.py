@@ -10,7 +10,7 @@ the local store for stdio, the actor of each HTTP request for ``/mcp``, a server
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -144,7 +144,13 @@ def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> t
     )
 
 
-def build_server(invoker_for: InvokerFor, permissions_for: PermissionsFor) -> Server[Any]:
+def build_server(
+    invoker_for: InvokerFor,
+    permissions_for: PermissionsFor,
+    before_call: Callable[[ServerRequestContext[Any]], Awaitable[None]] | None = None,
+) -> Server[Any]:
+    """The server; ``before_call`` runs ahead of each tool call, on the event loop, where it
+    may ask the client something (the stdio server asks for its roots)."""
     listed: dict[frozenset[Permission], list[types.Tool]] = {}  # a few sets: built once each
 
     async def on_list_tools(
@@ -161,6 +167,8 @@ def build_server(invoker_for: InvokerFor, permissions_for: PermissionsFor) -> Se
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if before_call is not None:
+            await before_call(ctx)
         try:
             invoke = invoker_for(ctx)
         except LorestoreError as error:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from lorestore.auth.actor import Permission
 from lorestore.config import Settings, store_variables
@@ -168,15 +168,67 @@ def _host_input() -> Iterator[Any]:
         os.dup2(wire, 0)
 
 
-def serve_stdio(invoke: Invoker, permissions: frozenset[Permission]) -> None:
+class WorkTree:
+    """The folder whose git checkout a call's context comes from: the server's working
+    directory, or, when that is no checkout (a host that starts its servers in the home
+    folder), the first of the client's roots that is one, asked once (``roots/list``)."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self._settled = False
+
+    def path(self) -> str:
+        return self.cwd
+
+    async def from_roots(self, ctx: Any) -> None:
+        if self._settled:
+            return
+        self._settled = True
+        import warnings
+
+        import anyio
+        import mcp_types as types
+
+        from lorestore.gitinfo import git_context
+
+        if await anyio.to_thread.run_sync(git_context, self.cwd) is not None:
+            return
+        if not ctx.session.check_client_capability(
+            types.ClientCapabilities(roots=types.RootsCapability())
+        ):
+            return
+        try:
+            with warnings.catch_warnings():  # deprecated by 2026-07-28; hosts still send them
+                warnings.simplefilter("ignore")
+                listed = await ctx.session.list_roots()
+        except Exception:  # an error answer, no back channel (2026-07-28): the folder stays
+            return
+        for root in listed.roots:
+            parts = urlsplit(str(root.uri))
+            if parts.scheme != "file":
+                continue
+            folder = unquote(parts.path)
+            if await anyio.to_thread.run_sync(git_context, folder) is not None:
+                self.cwd = folder
+                return
+
+
+def serve_stdio(
+    invoke: Invoker, permissions: frozenset[Permission], work_tree: WorkTree | None = None
+) -> None:
     """Serve the tools over stdin/stdout until the host closes them, listing those that
-    ``permissions`` may call."""
+    ``permissions`` may call; ``work_tree`` is settled from the client's roots before the
+    first call."""
     import anyio
     from mcp.server.stdio import stdio_server
 
     from lorestore.transports.mcp.server import build_server
 
-    server = build_server(lambda ctx: invoke, lambda ctx: permissions)
+    server = build_server(
+        lambda ctx: invoke,
+        lambda ctx: permissions,
+        None if work_tree is None else work_tree.from_roots,
+    )
 
     async def run() -> None:
         with _host_input() as lines:
