@@ -6,7 +6,7 @@ import sqlite3
 
 import psycopg
 import pytest
-from tests.conftest import app_connection, table_rows, tamper_audit
+from tests.conftest import Cli, Clock, app_connection, table_rows, tamper_audit
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.audit import first_break
@@ -14,6 +14,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.models import AuditParams, ChangeParams, DeleteParams, NoParams, WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
+from lorestore.storage.sqlite import SQLiteStore
 
 S = "repo::acme/app"
 
@@ -136,3 +137,25 @@ def test_audit_verify_reports_a_rewritten_event(service: LessonService, store: S
     broken = service.audit_verify(local_actor(), NoParams())
     assert not broken.ok
     assert broken.chains[0].first_break == archived.id
+
+
+def test_audit_verify_exits_non_zero_on_a_broken_chain(
+    sqlite_store: SQLiteStore, clock: Clock, cli: Cli
+) -> None:
+    """`lorestore audit verify` printed ok: false and exited 0; the intact chain (the control)
+    still exits 0. Through the CLI on the embedded store it opens."""
+    store = sqlite_store
+    service = LessonService(store, clock=clock)
+    _mutate(service)
+    intact = cli("audit", "verify", "--json")
+    assert intact.exit_code == 0 and intact.json()["ok"] is True
+    archived = next(
+        e
+        for e in service.memory_audit(local_actor(), AuditParams()).events
+        if e.action == "archive"
+    )
+    tamper_audit(store, archived.id)
+    for args in (("audit", "verify", "--json"), ("audit", "verify")):
+        broken = cli(*args)
+        assert broken.exit_code == 1, args
+    assert cli("audit", "verify", "--json").json()["chains"][0]["first_break"] == archived.id

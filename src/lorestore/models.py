@@ -133,6 +133,11 @@ class DependencyRef(BaseModel):
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    def found_fault(self) -> bool:
+        """Whether the answer reports a fault (a check that failed): the CLI then exits 1
+        after printing it, as any operation that could not do all it was asked does."""
+        return False
+
 
 class Address(Params):
     scope: str = Field(
@@ -445,6 +450,9 @@ class ChainReport(Result):
 class AuditVerifyResult(Result):
     ok: bool
     chains: list[ChainReport]
+
+    def found_fault(self) -> bool:
+        return not self.ok
 
 
 class RecallParams(Params):

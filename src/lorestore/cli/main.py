@@ -110,6 +110,8 @@ def run_operation(op: Operation, data: dict[str, Any], as_json: bool) -> None:
         if done is not None:
             console.print(done, highlight=False)
         render(console, result)
+    if result.found_fault():
+        raise typer.Exit(1)
 
 
 _default_actions = {op.cli_name for op in on_surface("cli") if op.cli_group is None}

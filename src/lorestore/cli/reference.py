@@ -14,7 +14,8 @@ HEADER = """# CLI reference
 Generated from the command definitions by `python -m lorestore.cli.reference > docs/cli.md`;
 a test fails when this file and the commands disagree. Every operation command takes
 `--json`, which prints the result (or, on stderr, the error) as JSON. Exit status: 0 on
-success, 2 for bad input (`invalid_*`, `value_too_large`), 1 for any other error.
+success, 2 for bad input (`invalid_*`, `value_too_large`), 1 for any other error and for
+a check that found a fault (`audit verify` on a broken chain).
 """
 
 
