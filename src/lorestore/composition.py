@@ -1,9 +1,11 @@
-"""The composition root: turns Settings into a store and a service for an entry point."""
+"""The composition root: turns Settings into a store, a service and a maintenance plan for an
+entry point."""
 
 from __future__ import annotations
 
 from lorestore.config import Settings
 from lorestore.service import LessonService
+from lorestore.service.maintenance import SweepPlan
 from lorestore.storage.protocol import Store
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -34,4 +36,13 @@ def build_service(settings: Settings, *, local_files: bool = False) -> LessonSer
         corroborate_at=settings.corroborate_at,
         rate_limit=settings.rate_limit,
         blob_lookup=blob_lookup,
+    )
+
+
+def sweep_plan(settings: Settings) -> SweepPlan:
+    """The maintenance sweeps LORESTORE_PURGE_EXPIRED and the two retentions switch on."""
+    return SweepPlan(
+        purge_expired=settings.purge_expired,
+        archive_retention_days=settings.archive_retention_days,
+        recall_retention_days=settings.recall_retention_days,
     )
