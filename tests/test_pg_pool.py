@@ -140,3 +140,22 @@ def test_a_changed_schema_is_caught_and_the_database_not_lent_again(
 @pytest.mark.fresh_database
 def test_a_fresh_database_is_outside_the_pool(pg_pool: Pool, pg_database: str) -> None:
     assert pg_database not in pg_pool.names
+
+
+def test_an_identity_taken_by_a_rolled_back_write_starts_again(
+    pg_template: Template, pg_pool: Pool
+) -> None:
+    name = pg_pool.acquire()
+    with psycopg.connect(pg_template.admin_url(name)) as conn:  # one transaction, rolled back
+        conn.execute("SELECT nextval(pg_get_serial_sequence('lessons', 'pk'))")
+        conn.rollback()  # a sequence is not rolled back: no row, number 1 used up
+    pg_pool.release(name)
+    assert pg_pool.acquire() == name
+    store = PostgresStore(pg_template.app_url(name), max_size=2)
+    try:
+        LessonService(store).memory_write(ALICE, WriteParams(scope="global", key="a", value="x"))
+    finally:
+        store.close()
+    with psycopg.connect(pg_template.admin_url(name)) as conn:
+        assert conn.execute("SELECT pk FROM lessons").fetchall() == [(1,)]
+    pg_pool.release(name)
