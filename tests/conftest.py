@@ -1,6 +1,6 @@
 """Shared fixtures: real SQLite files in a temporary LORESTORE_HOME, PostgreSQL databases lent by
-a pool (tests/pg.py), a controllable clock, and
-the CLI through its real Typer app."""
+a pool (tests/pg.py) or copied for one test (``fresh_database``), a controllable clock, and the
+CLI through its real Typer app."""
 
 from __future__ import annotations
 
