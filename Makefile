@@ -7,12 +7,14 @@ DEV_STAMP := $(VENV)/.dev-installed
 
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: run install test lint format bench eval clean help
+.PHONY: run install test test-fast lint format bench eval clean help
 
 help:
 	@echo "make run    install into $(VENV) and serve lorestore over HTTP (MCP + REST) on the embedded store"
 	@echo "make install  link the lorestore command into $(BINDIR) (BINDIR=DIR for another folder)"
 	@echo "make test   install dev dependencies, lint, type-check and run the whole suite"
+	@echo "make test-fast  the inner loop: the suite without lint, mypy and the slow-marked tests"
+	@echo "            (real server processes, remote mode, multi-process writers); PostgreSQL included"
 	@echo "make lint   ruff + mypy strict on src/"
 	@echo "make bench  run the benchmarks (figures go to docs/benchmarks.md by hand)"
 	@echo "make eval   the retrieval eval of evals/ on SQLite and PostgreSQL (fails on a forbidden hit)"
@@ -53,6 +55,9 @@ format: $(DEV_STAMP)
 
 test: lint
 	$(BIN)/python -m pytest -q
+
+test-fast: $(DEV_STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -1,5 +1,6 @@
-"""Shared fixtures: real SQLite files in a temporary LORESTORE_HOME, a controllable clock, and
-the CLI through its real Typer app."""
+"""Shared fixtures: real SQLite files in a temporary LORESTORE_HOME, PostgreSQL databases lent by
+a pool (tests/pg.py) or copied for one test (``fresh_database``), a controllable clock, and the
+CLI through its real Typer app."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from tests.pg import Template, admin_url
+from tests.pg import Pool, Template, admin_url
 from typer.testing import CliRunner
 
 from lorestore.auth.actor import local_actor
@@ -62,12 +63,27 @@ def pg_template() -> Iterator[Template]:
     template.drop(template.name)
 
 
+@pytest.fixture(scope="session")
+def pg_pool(pg_template: Template) -> Iterator[Pool]:
+    pool = Pool(pg_template)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def pg_database(pg_template: Template) -> Iterator[str]:
-    """A fresh database copied from the migrated template; yields its name."""
-    name = pg_template.copy()
+def pg_database(request: pytest.FixtureRequest, pg_template: Template) -> Iterator[str]:
+    """An empty migrated database; yields its name. It is lent by the pool and emptied after
+    the test, unless the test is marked ``fresh_database`` (it changes the schema, a role or
+    the migrations): then it is a copy of the template of its own, dropped after."""
+    if request.node.get_closest_marker("fresh_database"):
+        name = pg_template.copy()
+        yield name
+        pg_template.drop(name)
+        return
+    pool: Pool = request.getfixturevalue("pg_pool")
+    name = pool.acquire()
     yield name
-    pg_template.drop(name)
+    pool.release(name)
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 local one on 127.0.0.1:5432, else a throwaway cluster started with initdb/pg_ctl.
 
 Under CI=true a PostgreSQL test that cannot connect fails; elsewhere it is skipped with the
-reason. Each test gets its own database copied from a template that `init_database` built,
-and talks to it as the application role, so row-level security is really exercised.
+reason. A `Template` is built once by `init_database`. Tests borrow a database of the `Pool`,
+copies of the template emptied between tests by one TRUNCATE; a test that changes a schema,
+a role or the migrations gets a copy of its own (`Template.copy`). Tests talk to their
+database as the application role, so row-level security is really exercised.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -109,7 +112,8 @@ def url_for(url: str, dbname: str, **changes: str) -> str:
 
 
 class Template:
-    """A database with lorestore's roles and migrations, copied for each test."""
+    """A database with lorestore's roles and migrations, copied for the pool and for each test
+    that needs a database of its own."""
 
     def __init__(self) -> None:
         self.admin = admin_url()
@@ -140,3 +144,181 @@ class Template:
 
     def admin_url(self, name: str) -> str:
         return url_for(self.admin, name)
+
+
+# One statement over the catalog: the schema of a database (tables, columns, constraints,
+# indexes, triggers and whether they fire, policies, functions, grants, database settings),
+# the roles lorestore made, and the rows of the tables the migrations fill. Two databases with
+# the same text are interchangeable for a test once their other tables are emptied.
+_FINGERPRINT = """
+SELECT md5(concat_ws(E'\\n',
+  (SELECT string_agg(concat_ws(' ', c.relname, c.relkind, c.relrowsecurity,
+            c.relforcerowsecurity, c.relowner::regrole, c.relacl::text), E'\\n'
+            ORDER BY c.relname)
+     FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace),
+  (SELECT string_agg(concat_ws(' ', a.attrelid::regclass, a.attname, a.atttypid::regtype,
+            a.attnotnull, a.attisdropped, pg_get_expr(d.adbin, d.adrelid)), E'\\n'
+            ORDER BY a.attrelid::regclass::text, a.attnum)
+     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+     LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0),
+  (SELECT string_agg(concat_ws(' ', conrelid::regclass, conname, pg_get_constraintdef(oid)),
+            E'\\n' ORDER BY conrelid::regclass::text, conname)
+     FROM pg_constraint WHERE connamespace = 'public'::regnamespace),
+  (SELECT string_agg(pg_get_indexdef(indexrelid), E'\\n' ORDER BY indexrelid::regclass::text)
+     FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+     WHERE c.relnamespace = 'public'::regnamespace),
+  (SELECT string_agg(concat_ws(' ', t.tgrelid::regclass, t.tgname, t.tgenabled,
+            pg_get_triggerdef(t.oid)), E'\\n' ORDER BY t.tgrelid::regclass::text, t.tgname)
+     FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+     WHERE c.relnamespace = 'public'::regnamespace AND NOT t.tgisinternal),
+  (SELECT string_agg(concat_ws(' ', polrelid::regclass, polname, polcmd, polpermissive,
+            polroles::text, pg_get_expr(polqual, polrelid), pg_get_expr(polwithcheck, polrelid)),
+            E'\\n' ORDER BY polrelid::regclass::text, polname)
+     FROM pg_policy),
+  (SELECT string_agg(concat_ws(' ', p.oid::regprocedure, p.proowner::regrole, p.prosecdef,
+            p.proacl::text, p.proconfig::text, md5(p.prosrc)), E'\\n'
+            ORDER BY p.oid::regprocedure::text)
+     FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace),
+  (SELECT string_agg(concat_ws(' ', nspname, nspowner::regrole, nspacl::text), E'\\n'
+            ORDER BY nspname)
+     FROM pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema'),
+  (SELECT concat_ws(' ', datacl::text, datallowconn, datconnlimit)
+     FROM pg_database WHERE datname = current_database()),
+  (SELECT string_agg(setconfig::text, E'\\n' ORDER BY setrole)
+     FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
+     WHERE d.datname = current_database()),
+  (SELECT string_agg(concat_ws(' ', rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb,
+            rolcanlogin, rolbypassrls, rolconnlimit, rolvaliduntil, rolconfig::text), E'\\n'
+            ORDER BY rolname)
+     FROM pg_roles WHERE rolname ^@ 'lorestore'),
+  (SELECT string_agg(concat_ws(' ', roleid::regrole, member::regrole), E'\\n'
+            ORDER BY roleid::regrole::text, member::regrole::text)
+     FROM pg_auth_members WHERE roleid::regrole::text ^@ 'lorestore'),
+  {seeded}
+))
+"""
+
+# The tables whose identity (or serial) sequence has handed out a number since it was made or
+# restarted: a rolled-back insert leaves no row but uses one up.
+_IDENTITIES_USED = """
+SELECT t.relname::text FROM pg_sequences s
+  JOIN pg_class q ON q.relname = s.sequencename AND q.relnamespace = 'public'::regnamespace
+  JOIN pg_depend d ON d.objid = q.oid AND d.classid = 'pg_class'::regclass
+   AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+  JOIN pg_class t ON t.oid = d.refobjid
+ WHERE s.schemaname = 'public' AND s.last_value IS NOT NULL
+"""
+
+
+class Pool:
+    """Databases copied from the template once and lent to one test at a time. When a test
+    gives one back, the connections it left are ended, the database is checked to be the one
+    it lent (same fingerprint) and emptied by one TRUNCATE ... RESTART IDENTITY CASCADE, as
+    the superuser, of the tables the migrations leave empty (those the test wrote to); the rows
+    migrations write stay.
+    A test that changed the schema fails at teardown and its database is dropped, not lent
+    again."""
+
+    def __init__(self, template: Template) -> None:
+        self.template = template
+        self._free: list[str] = []
+        self._all: list[str] = []
+        self._fingerprints: dict[str, str] = {}
+        with psycopg.connect(template.admin_url(template.name), autocommit=True) as conn:
+            tables = [
+                str(name)
+                for (name,) in conn.execute(
+                    "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace "
+                    "AND relkind IN ('r', 'p') ORDER BY relname"
+                ).fetchall()
+            ]
+            seeded = []
+            for table in tables:
+                query = sql.SQL("SELECT EXISTS (SELECT FROM {})").format(sql.Identifier(table))
+                if conn.execute(query).fetchone() == (True,):
+                    seeded.append(table)
+        self.emptied = tuple(t for t in tables if t not in seeded)
+        self.seeded = tuple(seeded)
+        holding = [
+            sql.SQL("CASE WHEN EXISTS (SELECT FROM {}) THEN {} END").format(
+                sql.Identifier(t), sql.Literal(t)
+            )
+            for t in self.emptied
+        ]
+        self._used = sql.SQL("SELECT array_remove(ARRAY[{}]::text[], NULL) || ARRAY({})").format(
+            sql.SQL(", ").join(holding), sql.SQL(_IDENTITIES_USED)
+        )
+        seeded_rows = [
+            sql.SQL("(SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) FROM {} AS t)").format(
+                sql.Identifier(t)
+            )
+            for t in self.seeded
+        ]
+        self._fingerprint = sql.SQL(_FINGERPRINT).format(
+            seeded=sql.SQL(", ").join(seeded_rows) if seeded_rows else sql.SQL("''")
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every database of the pool, lent or free."""
+        return tuple(self._all)
+
+    def acquire(self) -> str:
+        """An empty database of the pool, copied from the template if none is free."""
+        if self._free:
+            return self._free.pop()
+        name = self.template.copy()
+        self._all.append(name)
+        with psycopg.connect(self.template.admin_url(name), autocommit=True) as conn:
+            self._fingerprints[name] = self._fingerprint_of(conn)
+        return name
+
+    def release(self, name: str) -> None:
+        """Empty ``name`` and lend it again; a database whose schema changed is dropped and
+        the change reported, since the next test would not get what it asks for."""
+        with psycopg.connect(self.template.admin_url(name), autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            changed = self._fingerprint_of(conn) != self._fingerprints[name]
+            if not changed:
+                self._empty(conn)
+        if changed:
+            self._discard(name)
+            raise AssertionError(
+                f"the test changed the schema, roles or seeded rows of its pooled database "
+                f"{name}; mark it @pytest.mark.fresh_database to get a database of its own"
+            )
+        self._free.append(name)
+
+    def _empty(self, conn: psycopg.Connection[Any]) -> None:
+        """One TRUNCATE of the tables the test left rows in or took an identity from. Each
+        table truncated costs tens of milliseconds (new files for it and its indexes), so the
+        tables a test never touched are left as they are: empty, identities unused."""
+        row = conn.execute(self._used).fetchone()
+        assert row is not None
+        used = sorted(set(row[0]) & set(self.emptied))
+        if used:
+            conn.execute("SET lock_timeout = '10s'")
+            conn.execute(
+                sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                    sql.SQL(", ").join(sql.Identifier(t) for t in used)
+                )
+            )
+
+    def _fingerprint_of(self, conn: psycopg.Connection[Any]) -> str:
+        row = conn.execute(self._fingerprint).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def _discard(self, name: str) -> None:
+        self.template.drop(name)
+        self._all.remove(name)
+        self._fingerprints.pop(name, None)
+
+    def close(self) -> None:
+        for name in list(self._all):
+            self._discard(name)
+        self._free.clear()

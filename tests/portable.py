@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Clock
-from tests.pg import Template
+from tests.pg import Pool
 
 from lorestore.auth.actor import Actor, local_actor
 from lorestore.portable.jsonl import read_records
@@ -69,21 +69,21 @@ def codes(result: ImportResult) -> list[str]:
 
 @contextmanager
 def open_store(
-    kind: str, tmp: Path, template: Template | None
+    kind: str, tmp: Path, pool: Pool | None
 ) -> Iterator[tuple[Store, LessonService, Clock]]:
-    """A fresh, empty store of either backend (PostgreSQL: a database copied from the migrated
-    template, reached as the app role), with a service on a controllable clock."""
+    """An empty store of either backend (PostgreSQL: a migrated database lent by the pool,
+    reached as the app role), with a service on a controllable clock."""
     clock = Clock()
     if kind == "sqlite":
         store: Store = SQLiteStore(tmp / f"{uuid.uuid4().hex}.db")
         name = None
     else:
-        assert template is not None
-        name = template.copy()
-        store = PostgresStore(template.app_url(name), max_size=2)
+        assert pool is not None
+        name = pool.acquire()
+        store = PostgresStore(pool.template.app_url(name), max_size=2)
     try:
         yield store, LessonService(store, clock=clock), clock
     finally:
         store.close()
-        if name is not None and template is not None:
-            template.drop(name)
+        if name is not None and pool is not None:
+            pool.release(name)

@@ -247,6 +247,7 @@ def test_usage_errors_are_json_errors_with_json(cli: Cli) -> None:
     assert cli.ok("list", "global")["lessons"] == []  # and a good call is unaffected
 
 
+@pytest.mark.fresh_database  # db init: grants and migrations on the database
 def test_db_init_prints_the_connection_string_on_one_line(
     cli: Cli, pg_template: Template, pg_database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,6 +39,7 @@ def _writer(path: str, writer: int, start: multiprocessing.synchronize.Event) ->
     service.store.close()
 
 
+@pytest.mark.slow
 def test_four_processes_write_500_each_without_loss(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     SQLiteStore(path).close()  # migrate once up front, as `lorestore` does on first use
@@ -76,6 +77,7 @@ def test_four_processes_write_500_each_without_loss(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_first_open_by_racing_processes_migrates_once(tmp_path: Path) -> None:
     path = tmp_path / "fresh.db"
     ctx = multiprocessing.get_context("spawn")

@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from lorestore.auth.actor import local_actor
 from lorestore.cli.eval import eval_command
-from lorestore.evaluation import EvalQuery, Outcome, load_set, run_eval
-from lorestore.evaluation_report import ndcg_at, recall_at, reciprocal_rank, score
+from lorestore.evaluation.cases import EvalQuery, load_set
+from lorestore.evaluation.report import ndcg_at, recall_at, reciprocal_rank, score
+from lorestore.evaluation.runner import Outcome, run_eval
 from lorestore.models import RecallParams, WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store

@@ -33,7 +33,7 @@ from tests.migrating import (
     sqlite_url,
     write,
 )
-from tests.pg import Template
+from tests.pg import Pool, Template
 from typer.testing import CliRunner
 
 from lorestore.auth.actor import Actor
@@ -81,17 +81,18 @@ def counts_of(report: dict[str, Any], field: str) -> dict[str, int]:
 
 
 @pytest.fixture
-def new_pg(pg_template: Template) -> Iterator[Callable[[], tuple[str, str]]]:
-    """Fresh migrated PostgreSQL databases: each as its admin URL and app-role conninfo."""
+def new_pg(pg_template: Template, pg_pool: Pool) -> Iterator[Callable[[], tuple[str, str]]]:
+    """Empty migrated PostgreSQL databases lent by the pool: each as its admin URL and app-role
+    conninfo."""
     names: list[str] = []
 
     def make() -> tuple[str, str]:
-        names.append(pg_template.copy())
+        names.append(pg_pool.acquire())
         return pg_url(pg_template.admin_url(names[-1])), pg_template.app_url(names[-1])
 
     yield make
     for name in names:
-        pg_template.drop(name)
+        pg_pool.release(name)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import Clock
-from tests.pg import Template
+from tests.pg import Pool
 from tests.portable import LOCAL, export_lines, import_lines, lesson, line, open_store
 
 from lorestore.models import (
@@ -180,7 +180,7 @@ def _same_header(first: bytes, second: bytes) -> None:
 
 @pytest.mark.parametrize(("source", "target"), [("sqlite", "postgres"), ("postgres", "sqlite")])
 def test_export_import_export_is_the_same_line_for_line(
-    source: str, target: str, pg_template: Template, tmp_path_factory: pytest.TempPathFactory
+    source: str, target: str, pg_pool: Pool, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     tmp = tmp_path_factory.mktemp("roundtrip")
 
@@ -192,12 +192,12 @@ def test_export_import_export_is_the_same_line_for_line(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     def round_trip(plan: list[Plan], extras: list[dict[str, Any]]) -> None:
-        with open_store(source, tmp, pg_template) as (_, first, clock):
+        with open_store(source, tmp, pg_pool) as (_, first, clock):
             build(first, clock, plan)
             kept = import_lines(first, [line(r) for r in extras])
             assert kept.invalid == 0 and kept.lessons.added == 1, kept.problems
             exported = export_lines(first)
-        with open_store(target, tmp, pg_template) as (_, second, _):
+        with open_store(target, tmp, pg_pool) as (_, second, _):
             result = import_lines(second, exported)
             assert {p.code for p in result.problems} <= {"unknown_type"}, result.problems
             again = export_lines(second)

@@ -224,6 +224,7 @@ def test_rate_limit_per_token_with_retry_after(store, clock) -> None:  # type: i
     assert service.authenticate(busy).principal == "user:local"  # a new window
 
 
+@pytest.mark.fresh_database  # renames token_usage away
 def test_rate_limiter_fails_closed(store, clock) -> None:  # type: ignore[no-untyped-def]
     service = LessonService(store, clock=clock)
     token = mint(service).token

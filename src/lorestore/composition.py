@@ -1,9 +1,11 @@
-"""The composition root: turns Settings into a store and a service for an entry point."""
+"""The composition root: turns Settings (or a database URL) into a store, a service and a
+maintenance plan for an entry point. Nothing outside ``storage/`` opens a store otherwise."""
 
 from __future__ import annotations
 
-from lorestore.config import Settings
+from lorestore.config import Settings, sqlite_path
 from lorestore.service import LessonService
+from lorestore.service.maintenance import SweepPlan
 from lorestore.storage.protocol import Store
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -11,13 +13,22 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 def open_store(settings: Settings) -> Store:
     """The backend named by LORESTORE_DATABASE_URL: PostgreSQL (as the app role) or SQLite."""
-    if settings.database_url.startswith(POSTGRES_SCHEMES):
+    return open_database(settings.database_url)
+
+
+def open_database(url: str, *, pool_size: int | None = None) -> Store:
+    """The store at ``url``, without the rest of the settings: PostgreSQL as the role the URL
+    names (with at most ``pool_size`` connections; the store's default when None), or the
+    SQLite file of ``sqlite:///PATH`` (created and migrated when new)."""
+    if url.startswith(POSTGRES_SCHEMES):
         from lorestore.storage.postgres import PostgresStore
 
-        return PostgresStore(settings.database_url)
+        if pool_size is None:
+            return PostgresStore(url)
+        return PostgresStore(url, max_size=pool_size)
     from lorestore.storage.sqlite import SQLiteStore
 
-    return SQLiteStore(settings.sqlite_path)
+    return SQLiteStore(sqlite_path(url))
 
 
 def build_service(settings: Settings, *, local_files: bool = False) -> LessonService:
@@ -34,4 +45,13 @@ def build_service(settings: Settings, *, local_files: bool = False) -> LessonSer
         corroborate_at=settings.corroborate_at,
         rate_limit=settings.rate_limit,
         blob_lookup=blob_lookup,
+    )
+
+
+def sweep_plan(settings: Settings) -> SweepPlan:
+    """The maintenance sweeps LORESTORE_PURGE_EXPIRED and the two retentions switch on."""
+    return SweepPlan(
+        purge_expired=settings.purge_expired,
+        archive_retention_days=settings.archive_retention_days,
+        recall_retention_days=settings.recall_retention_days,
     )

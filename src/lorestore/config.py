@@ -74,22 +74,26 @@ class Settings:
     @property
     def sqlite_path(self) -> Path:
         """The embedded database file named by ``database_url``."""
-        url = self.database_url
-        if not url.startswith("sqlite:///") or url == "sqlite:///":
-            scheme = url.split(":", 1)[0]
-            problem = (
-                f"the database URL {url!r} names no file"
-                if scheme == "sqlite"
-                else f"the database URL uses {scheme!r}; lorestore serves sqlite and postgresql"
-            )
-            raise LorestoreError(
-                "config_error",
-                problem,
-                hint="use sqlite:///PATH (sqlite:////abs/path for an absolute one) or "
-                "postgresql://USER@HOST/DB, or unset LORESTORE_DATABASE_URL for the default "
-                "file in LORESTORE_HOME",
-            )
-        return Path(url.removeprefix("sqlite:///")).expanduser()
+        return sqlite_path(self.database_url)
+
+
+def sqlite_path(url: str) -> Path:
+    """The embedded database file a ``sqlite:///PATH`` URL names, or a config_error."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///":
+        scheme = url.split(":", 1)[0]
+        problem = (
+            f"the database URL {url!r} names no file"
+            if scheme == "sqlite"
+            else f"the database URL uses {scheme!r}; lorestore serves sqlite and postgresql"
+        )
+        raise LorestoreError(
+            "config_error",
+            problem,
+            hint="use sqlite:///PATH (sqlite:////abs/path for an absolute one) or "
+            "postgresql://USER@HOST/DB, or unset LORESTORE_DATABASE_URL for the default "
+            "file in LORESTORE_HOME",
+        )
+    return Path(url.removeprefix("sqlite:///")).expanduser()
 
 
 def load_settings(env: Mapping[str, str] | None = None, *, use_login: bool = True) -> Settings:

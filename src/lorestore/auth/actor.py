@@ -34,11 +34,6 @@ class Actor:
     def can(self, permission: Permission) -> bool:
         return permission in self.permissions or "admin" in self.permissions
 
-    @property
-    def confined(self) -> bool:
-        """Whether a token restricts this actor to some scopes."""
-        return self.scopes is not None
-
 
 AGENT_PERMISSIONS: frozenset[Permission] = frozenset({"read", "write"})
 

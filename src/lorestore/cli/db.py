@@ -1,11 +1,11 @@
-"""``lorestore db``: set up a PostgreSQL database for lorestore (roles, grants, migrations)."""
+"""``lorestore db``: set up a PostgreSQL database for lorestore (roles, grants, migrations) and set
+an owner's cap on active lessons, on either backend."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -113,7 +113,7 @@ def cap_command(
     """Set an owner's cap on active lessons (10,000 unless set). Writes and restores beyond
     it fail with cap_exceeded; archiving, deleting or purging expired lessons makes room
     (an expired lesson counts until the purge sweep erases it)."""
-    from lorestore.composition import open_store
+    from lorestore.composition import open_database
     from lorestore.config import load_settings
 
     try:
@@ -125,17 +125,17 @@ def cap_command(
                 f"{owner!r} {limit}: the owner is user:NAME or org:SLUG and the limit 0-10,000,000",
                 hint="e.g. lorestore db cap org:acme 50000",
             )
-        settings = load_settings(use_login=False)
-        if database_url:
-            settings = replace(settings, database_url=database_url)
-        elif settings.remote:
-            raise LorestoreError(
-                "config_error",
-                "db cap works on a database directly and LORESTORE_URL points to a server",
-                hint="run it where the database is, with --database-url or without "
-                "LORESTORE_URL (a superuser URL on PostgreSQL)",
-            )
-        store = open_store(settings)
+        if not database_url:
+            settings = load_settings(use_login=False)
+            if settings.remote:
+                raise LorestoreError(
+                    "config_error",
+                    "db cap works on a database directly and LORESTORE_URL points to a server",
+                    hint="run it where the database is, with --database-url or without "
+                    "LORESTORE_URL (a superuser URL on PostgreSQL)",
+                )
+            database_url = settings.database_url
+        store = open_database(database_url)
         try:
             target = f"{kind}:{name}"
             # A user is a principal from the first time it acts or is named: the transaction

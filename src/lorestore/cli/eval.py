@@ -17,11 +17,19 @@ import typer
 from pydantic import ValidationError
 
 from lorestore.cli.render import make_console
+from lorestore.composition import open_database
 from lorestore.core.errors import LorestoreError
-from lorestore.evaluation import EvalSet, load_set, run_eval
-from lorestore.evaluation_report import Run, forbidden_total, render, report, shortfalls, split_runs
+from lorestore.evaluation.cases import EvalSet, load_set
+from lorestore.evaluation.report import (
+    Run,
+    forbidden_total,
+    render,
+    report,
+    shortfalls,
+    split_runs,
+)
+from lorestore.evaluation.runner import run_eval
 from lorestore.storage.protocol import Store
-from lorestore.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from psycopg import sql
@@ -32,7 +40,7 @@ BACKENDS = ("sqlite", "postgres")
 @contextmanager
 def sqlite_store() -> Iterator[Store]:
     with tempfile.TemporaryDirectory(prefix="lorestore-eval-") as tmp:
-        store = SQLiteStore(Path(tmp) / "eval.db")
+        store = open_database(f"sqlite:///{Path(tmp) / 'eval.db'}")
         try:
             yield store
         finally:
@@ -56,7 +64,6 @@ def postgres_store(admin_url: str) -> Iterator[Store]:
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    from lorestore.storage.postgres import PostgresStore
     from lorestore.storage.postgres.setup import init_database
 
     name = f"lorestore_eval_{uuid.uuid4().hex[:12]}"
@@ -65,7 +72,7 @@ def postgres_store(admin_url: str) -> Iterator[Store]:
         params = conninfo_to_dict(admin_url)
         params["dbname"] = name
         setup = init_database(make_conninfo("", **params))
-        store = PostgresStore(setup.app_url, max_size=4)
+        store = open_database(setup.app_url, pool_size=4)
         try:
             yield store
         finally:
@@ -78,7 +85,7 @@ def postgres_store(admin_url: str) -> Iterator[Store]:
 
 
 @contextmanager
-def open_store(backend: str, database_url: str | None) -> Iterator[Store]:
+def fresh_store(backend: str, database_url: str | None) -> Iterator[Store]:
     if backend == "sqlite":
         with sqlite_store() as store:
             yield store
@@ -97,7 +104,7 @@ def evaluate(evalset: EvalSet, backends: list[str], database_url: str | None) ->
     """Run the set on each backend, each time into a fresh, empty store."""
     runs: list[Run] = []
     for backend in backends:
-        with open_store(backend, database_url) as store:
+        with fresh_store(backend, database_url) as store:
             _, outcomes = run_eval(store, evalset)
         runs += split_runs(backend, outcomes)
     return runs
@@ -204,14 +211,3 @@ def eval_command(
             console.print(f"[red]below the floor[/] {line}")
     if forbidden_total(runs) or missed:
         raise typer.Exit(1)
-
-
-def main() -> None:
-    """``python -m lorestore.cli.eval``: the command on its own, for ``make eval``."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command()(eval_command)
-    app()
-
-
-if __name__ == "__main__":
-    main()

@@ -245,7 +245,8 @@ def maintain_command(
     """Run the maintenance sweeps once (for cron): erase expired lessons, archived ones past
     LORESTORE_ARCHIVE_RETENTION_DAYS and recall-log entries past LORESTORE_RECALL_RETENTION_DAYS,
     each switchable off. Each sweep that runs writes an audit event with its counts."""
-    from lorestore.transports.http.scheduler import maintain_once
+    from lorestore.composition import build_service, sweep_plan
+    from lorestore.service.maintenance import Maintenance
 
     try:
         settings = load_settings(use_login=False)
@@ -256,11 +257,9 @@ def maintain_command(
                 hint="the server runs the sweeps itself (LORESTORE_MAINTENANCE_HOURS); run "
                 "`lorestore maintain` on the server's host without LORESTORE_URL",
             )
-        from lorestore.composition import build_service
-
         service = build_service(settings)
         try:
-            report = maintain_once(service, settings)
+            report = Maintenance(service).run(sweep_plan(settings), principal=settings.principal)
         finally:
             service.store.close()
     except LorestoreError as error:

@@ -1,6 +1,7 @@
 """The maintenance sweeps: expired lessons, archived lessons past their retention, and recall-log
-retention. ``lorestore serve`` runs them on a schedule and ``lorestore maintain`` once; each sweep
-that runs leaves one audit event with its counts, beside the purge events of the lessons it erased.
+retention; which run, in what order and for which owners. ``lorestore serve`` schedules a run
+(``transports/http/scheduler.py``) and ``lorestore maintain`` makes one; each sweep that runs
+leaves one audit event with its counts, beside the purge events of the lessons it erased.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lorestore.auth.actor import ALL_PERMISSIONS, Actor
+from lorestore.auth.actor import ALL_PERMISSIONS, Actor, local_actor
 from lorestore.core.records import format_ts
 from lorestore.models import NoParams, PurgeParams
 from lorestore.service import LessonService
@@ -56,6 +57,12 @@ class Maintenance:
 
     def __init__(self, service: LessonService) -> None:
         self.service = service
+
+    def run(self, plan: SweepPlan, *, principal: str) -> MaintenanceReport:
+        """One run of the schedule or of ``lorestore maintain``: the plan's sweeps as the
+        store's person ``principal`` (``user:local``, or LORESTORE_USER), marked as
+        maintenance (``maintenance_actor``)."""
+        return self.maintain(maintenance_actor(principal), plan)
 
     def maintain(self, actor: Actor, plan: SweepPlan) -> MaintenanceReport:
         self.service._authorise(actor, "admin")
@@ -121,6 +128,12 @@ class Maintenance:
                 tx, actor, "sweep_recall_log", None, reason="maintenance", detail=_counts(report)
             )
         return report
+
+
+def maintenance_actor(principal: str) -> Actor:
+    """The store's person, marked so that the audit shows the sweeps' events came from
+    maintenance (``detail.session``), not from the CLI."""
+    return local_actor(principal=principal, session="maintenance", agent="lorestore-maintenance")
 
 
 def _acting_for(owner: str, by: str) -> Actor:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -19,9 +20,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lorestore import __version__
+from lorestore.composition import sweep_plan
 from lorestore.config import Settings
 from lorestore.core.errors import LorestoreError
 from lorestore.service import LessonService
+from lorestore.service.maintenance import Maintenance
 from lorestore.transports.http import AGENT_HEADER, API_PREFIX, OPENAPI_PATH, SESSION_HEADER
 from lorestore.transports.http.auth import BearerAuth, actor_of
 from lorestore.transports.http.errors import error_response
@@ -132,7 +135,10 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp.lifespan(), anyio.create_task_group() as tasks:
             if settings.maintenance_hours is not None:
-                tasks.start_soon(run_schedule, service, settings, settings.maintenance_hours)
+                run = partial(
+                    Maintenance(service).run, sweep_plan(settings), principal=settings.principal
+                )
+                tasks.start_soon(run_schedule, run, settings.maintenance_hours)
             yield
             tasks.cancel_scope.cancel()
 

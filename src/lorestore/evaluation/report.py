@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lorestore.evaluation import Handler, Outcome
+from lorestore.evaluation.cases import Handler
+from lorestore.evaluation.runner import Outcome
 
 RECALL_K = 5
 NDCG_K = 10
