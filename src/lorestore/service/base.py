@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lorestore.auth.actor import Actor, Permission
-from lorestore.auth.tokens import scope_allowed
 from lorestore.core.audit import GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError, not_found
+from lorestore.core.patterns import most_specific, scope_allowed
 from lorestore.core.records import Lesson, LessonVersion, format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.validation import validate_key
@@ -186,8 +186,8 @@ class ServiceBase:
         parsed = parse_scope(scope)
         if bindings is None:
             bindings = tx.bindings_for(actor.principal)
-        matches = [b for b in bindings if scope_allowed((b.pattern,), parsed)]
-        if not matches:
+        binding = most_specific(bindings, parsed, lambda b: b.pattern)
+        if binding is None:
             if actor.orgs is not None:
                 raise LorestoreError(
                     "forbidden",
@@ -196,7 +196,6 @@ class ServiceBase:
                     details={"scope": scope, "token_orgs": list(actor.orgs)},
                 )
             return actor.owner
-        binding = min(matches, key=lambda b: ("*" in b.pattern, -len(b.pattern)))
         org = binding.org
         if binding.role is None:
             raise LorestoreError(

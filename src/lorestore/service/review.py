@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Iterable
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest, value_digests
+from lorestore.core.patterns import scope_allowed
 from lorestore.core.records import Lesson, LessonVersion, Review
 from lorestore.core.scope import parse_scope
 from lorestore.core.trust import transition
@@ -27,7 +27,7 @@ from lorestore.models import (
     VerifyParams,
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served, owner_key
-from lorestore.service.writes import check_tombstone
+from lorestore.service.corrections import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
