@@ -27,6 +27,7 @@ from lorestore.core.records import (
     normalise_ts,
 )
 from lorestore.core.scope import parse_scope
+from lorestore.core.trust import transition
 from lorestore.core.validation import (
     validate_address,
     validate_key,
@@ -255,7 +256,7 @@ class WriteOperations(ServiceBase):
         if session and tx.add_session(stored.pk, stored.value_digest, session, now):
             changes["seen_count"] = lesson.seen_count + 1
             if lesson.trust == "candidate" and changes["seen_count"] >= self.corroborate_at:
-                changes["trust"] = "corroborated"
+                changes["trust"] = transition(lesson.trust, "corroborate")
         updated = lesson.model_copy(update=changes)
         tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
         version = (lesson.version, stored.value_digest)
@@ -293,7 +294,7 @@ class WriteOperations(ServiceBase):
             | {
                 "version": tx.max_version(stored.pk) + 1,
                 "seen_count": 1,
-                "trust": "candidate",
+                "trust": transition(lesson.trust, "revise"),
                 "review": None,
                 "pending_revision": False,
             }
