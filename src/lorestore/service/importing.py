@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.core.audit import CHAINED_FIELDS, GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
 from lorestore.core.records import Lesson, LessonVersion
@@ -36,6 +35,7 @@ from lorestore.portable.records import (
     scope_of,
     tombstone_line,
 )
+from lorestore.service.audit import AuditChain, AuditEntry
 from lorestore.service.base import ServiceBase
 from lorestore.service.corrections import rejected_value
 from lorestore.storage.protocol import (
@@ -81,7 +81,7 @@ class _Batch:
         self._service = service
         self._actor = actor
         self._owners: dict[str, str | LorestoreError] = {}
-        self._heads: dict[str, str] = {}
+        self._chain = AuditChain(tx)
 
     def owner(self, scope: str) -> str:
         if scope not in self._owners:
@@ -97,15 +97,9 @@ class _Batch:
             raise found
         return found
 
-    def audit(self, *events: dict[str, Any]) -> None:
+    def audit(self, *entries: AuditEntry) -> None:
         """Chain the events onto their owners' heads, in order, and append them."""
-        for event in events:
-            owner = event["owner"]
-            prev = self._heads.get(owner) or self.tx.last_audit_hash(owner) or GENESIS
-            event["prev_hash"] = prev
-            event["hash"] = chain_hash(prev, event)
-            self._heads[owner] = event["hash"]
-        self.tx.append_audits(events)
+        self._chain.append_all(list(entries))
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +204,7 @@ class ImportOperations(ServiceBase):
         owner: str,
         action: str,
         **fields: Any,
-    ) -> dict[str, Any]:
+    ) -> AuditEntry:
         """The audit event of one imported record: where it came from, never its text."""
         detail: dict[str, Any] = {"format": context.format}
         if item.incoming.line is not None:
@@ -220,9 +214,14 @@ class ImportOperations(ServiceBase):
         detail |= fields.pop("detail", {})
         if context.actor.session:
             detail["session"] = context.actor.session
-        event: dict[str, Any] = dict.fromkeys(CHAINED_FIELDS)  # every field the chain covers
-        event |= {"owner": owner, "at": batch.now, "actor": context.actor.principal}
-        return event | {"action": action, "detail": detail} | fields
+        return AuditEntry(
+            owner=owner,
+            at=batch.now,
+            actor=context.actor.principal,
+            action=action,
+            detail=detail,
+            **fields,
+        )
 
     # --- lessons ----------------------------------------------------------------------------
 
@@ -335,7 +334,7 @@ class ImportOperations(ServiceBase):
         """The versions and the audit event of each lesson that was inserted."""
         versions: list[tuple[int, LessonVersion]] = []
         served: list[int] = []  # lessons without history: their one version is the served one
-        events: list[dict[str, Any]] = []
+        events: list[AuditEntry] = []
         for entry, pk in landed:
             lesson, parsed = entry.record, entry.parsed
             if parsed.versions is None:
