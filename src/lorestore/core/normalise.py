@@ -62,12 +62,12 @@ _ASCII_RUN = re.compile(r"([!-/:-@\[-`{-~])\1+")
 
 def normalise_value(value: str) -> str:
     """The value as its identity: see the module docstring for the five steps."""
-    if value.isascii():  # the fast path of every import: _marks_folded(_folded(value)), inline
+    if value.isascii():  # every import's path: _marks_folded(_folded(value)), inlined
         text = " ".join(value.lower().split())
-        if _ASCII_RUN.search(text):  # rare: searching is cheap, substituting is not
+        if _ASCII_RUN.search(text):
             text = _ASCII_RUN.sub(_first, text)
         return text.rstrip(_ASCII_TRAILING) or text
-    return _marks_folded(_folded(_IGNORABLE.sub("", value)))
+    return _marks_folded_unicode(_folded(_IGNORABLE.sub("", value)))
 
 
 def is_blank(value: str) -> bool:
@@ -127,6 +127,11 @@ def _marks_folded(text: str) -> str:
         if _ASCII_RUN.search(text):  # rare: searching is cheap, substituting is not
             text = _ASCII_RUN.sub(_first, text)
         return text.rstrip(_ASCII_TRAILING) or text
+    return _marks_folded_unicode(text)
+
+
+def _marks_folded_unicode(text: str) -> str:
+    """Steps 3-5 for any text (``_marks_folded`` takes a faster way through ASCII)."""
     if _DASH.search(text):
         text = text.translate(_DASH_TO_HYPHEN)
     text = _RUN.sub(_one_mark, text)
