@@ -331,6 +331,11 @@ def test_the_three_spellings_are_one_value() -> None:
     assert normalise_value("-x") == "-x" and normalise_value("a -> b?!") == "a -> b"
     assert normalise_value("Wait... then go!!") == "wait. then go"
     assert normalise_value("!!!") == "!"  # nothing but marks: kept, collapsed
+    assert normalise_value("Really?!! \u2026 ok\u2026") == "really?! . ok"
+    # Runs of marks that carry meaning in code and commands are kept.
+    for meant, other in (("--force", "-force"), ("a == b", "a = b"), ("x && y", "x & y")):
+        assert value_digest(f"Use {meant} here") != value_digest(f"Use {other} here")
+    assert normalise_value("Call __init__ first") == "call __init__ first"
 
 
 def test_dashes_are_category_pd_exactly() -> None:
@@ -373,7 +378,7 @@ def test_trailing_marks_and_runs_do_not_make_another_value(text: str, tail: str)
     if not any(c.isalnum() for c in core):
         return  # nothing but marks: those are the value
     assert value_digest(text + tail) == value_digest(text)
-    doubled = "".join(c * 2 if c in "!?.,-*" else c for c in text)
+    doubled = "".join(c * 2 if c in "!?.,;" else c for c in text)
     assert value_digest(doubled) == value_digest(text)
 
 

@@ -135,9 +135,11 @@ class _Admitted:
 
 def _record_digests(parsed: ParsedLesson) -> tuple[str, ...]:
     """Every digest a store may hold for a record's served value and its pending proposal's."""
+    served = parsed.digests or value_digests(parsed.lesson.value)
     proposed = [v.value for v in parsed.versions or () if v.state == "proposed"]
-    values = (parsed.lesson.value, *proposed)
-    return tuple(dict.fromkeys(digest for value in values for digest in value_digests(value)))
+    if not proposed:
+        return served
+    return tuple(dict.fromkeys((*served, *(d for v in proposed for d in value_digests(v)))))
 
 
 def _refused(exc: LorestoreError) -> Applied:
