@@ -34,6 +34,7 @@ from typer.testing import CliRunner
 from lorestore.auth.actor import local_actor, local_agent
 from lorestore.cli.main import app
 from lorestore.core import normalise, patterns, tombstones
+from lorestore.core.audit import CHAINED_FIELDS, GENESIS
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import normalise_value, value_digest, value_digests
 from lorestore.core.scope import parse_scope
@@ -47,6 +48,7 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.service import LessonService
+from lorestore.service.audit import AuditEntry
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store, Tombstone
 from lorestore.storage.sqlite import SQLiteStore
@@ -495,3 +497,27 @@ def test_every_trust_change_is_a_transition(service: LessonService) -> None:
         ("verify.revision", "verified"),
     ]
     assert service.audit_verify(PERSON, NoParams()).ok  # the chain the one module built
+
+
+def test_the_audit_event_is_stored_and_hashed_as_before() -> None:
+    """The one event type gives the stored form the two builders gave (every chained field,
+    prev_hash, hash), hashed as the chain always was: existing chains still verify."""
+    entry = AuditEntry(
+        owner="user:local",
+        at="2026-01-01T00:00:00.000000Z",
+        actor="user:local",
+        action="import.lesson",
+        scope=S,
+        key="k",
+        lesson_id="ef1d4adb-0000-4000-8000-000000000001",
+        after_version=1,
+        after_digest=value_digest(REJECTED),
+        detail={"format": "jsonl", "line": 2, "trust": "candidate"},
+    )
+    stored = entry.chained(GENESIS)
+    content = {name: stored[name] for name in CHAINED_FIELDS}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert set(stored) == {*CHAINED_FIELDS, "prev_hash", "hash"}
+    assert stored["prev_hash"] == GENESIS
+    assert stored["hash"] == hashlib.sha256((GENESIS + canonical).encode()).hexdigest()
+    assert entry.chained(stored["hash"])["hash"] != stored["hash"]  # the chain moves on
