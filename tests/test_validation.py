@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import (
     _IGNORABLE,
+    _folded,
     digest_with_ignorables,
     normalise_value,
     value_digest,
@@ -143,9 +144,15 @@ def test_control_characters_are_unicode_category_cc_exactly() -> None:
         assert has_control(f"a{char}b") == (unicodedata.category(char) == "Cc"), hex(point)
 
 
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char)[0] in "PS"
+
+
 def test_whitespace_collapses_on_exactly_the_characters_of_regex_s() -> None:
-    # normalise_value collapses with str.split(); the digests of stored values were made
-    # with re.sub(r"\s+", " ", ...).strip(): both must agree on every character.
+    # normalise_value collapses with str.split() (its step 2, which alone still makes the
+    # digests of stores written before dashes, runs and trailing marks were folded); those of
+    # older stores were made with re.sub(r"\s+", " ", ...).strip(): both must agree on every
+    # character.
     spaces = re.compile(r"\s+")
     for point in range(sys.maxunicode + 1):
         char = chr(point)
@@ -153,7 +160,10 @@ def test_whitespace_collapses_on_exactly_the_characters_of_regex_s() -> None:
         if _IGNORABLE.fullmatch(char):  # removed first, whatever else it is
             text = text.replace(char, "")
         folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-        assert normalise_value(text) == spaces.sub(" ", folded).strip(), hex(point)
+        expected = spaces.sub(" ", folded).strip()
+        assert _folded(text) == expected, hex(point)
+        if not any(_is_mark(c) for c in expected):  # steps 3-5 leave it as it is
+            assert normalise_value(text) == expected, hex(point)
 
 
 def test_scope_and_key_together_fit_an_index_entry() -> None:
@@ -193,11 +203,18 @@ def test_default_ignorable_characters_are_not_part_of_a_value(invisible: str) ->
 
 @given(st.text(min_size=1, max_size=200))
 @example("Straße \uff44isable")
+@example("Never bulk-insert into events.")
 def test_digests_of_values_without_ignorables_are_unchanged(text: str) -> None:
     # Digests stored before the rule (lessons, versions, tombstones) stay valid for every
-    # value that holds no default-ignorable character.
+    # value that holds no default-ignorable character: the same digest when the later
+    # rules (dashes, runs and trailing marks) leave the text as it is, else still among
+    # value_digests.
     if _IGNORABLE.search(text):
         text = _IGNORABLE.sub("", text) or "x"
-    assert value_digest(text) == _digest_before_ignorables(text)
-    assert value_digests(text) == (value_digest(text),)
+    before = _digest_before_ignorables(text)
+    if normalise_value(text) == _folded(text):
+        assert value_digest(text) == before
+        assert value_digests(text) == (value_digest(text),)
+    else:
+        assert value_digests(text) == (value_digest(text), before)
     assert digest_with_ignorables(text) is None

@@ -1,8 +1,31 @@
 """Value normalisation and its digest: the identity of a value for recurrence and tombstones.
 
-Two values that differ only in case, spacing, Unicode form or invisible characters are the
-same lesson; the digest of the normalised text is what recurrence counts and what a tombstone
-remembers (never the text itself).
+Two values that differ only in case, spacing, Unicode form, invisible characters, dash
+variants, repeated or trailing punctuation are the same lesson; the digest of the normalised
+text is what recurrence counts and what a tombstone remembers (never the text itself).
+
+``normalise_value`` is, in this order:
+
+1. every default-ignorable code point removed (``_IGNORABLE``: zero-width characters, the
+   soft hyphen, bidirectional controls, variation selectors, tags, ...);
+2. NFKC, case-folded, NFKC again; every run of whitespace (``str.isspace``) collapsed to
+   one space, leading and trailing whitespace removed;
+3. every dash (Unicode category Pd, written out in ``_DASHES``) made ``-``: NFKC leaves
+   most of them as they are (U+2011 NON-BREAKING HYPHEN becomes U+2010, not ``-``);
+4. every run of one sentence mark (``!``, ``?``, ``.``, ``,``, ``;``) collapsed to one
+   (``!!`` -> ``!``, ``...`` and NFKC's ``…`` -> ``.``, ``?!`` is kept): a repeated mark
+   of prose is emphasis or a typo. Runs of other marks are kept, as they carry meaning in
+   code and commands: ``--force`` is not ``-force``, nor ``==`` ``=``, ``&&`` ``&``,
+   ``::`` ``:``, ``__init__`` ``_init_``;
+5. trailing punctuation, symbols and spaces (categories P*, S*, and the space) removed
+   (``events.``, ``events !!``, ``events`` with a closing backtick -> ``events``), unless
+   nothing else is left (``!!!`` stays ``!``).
+
+Steps 1-2 are the normalisation of stores written before steps 3-5 (their lessons,
+versions, tombstones and sessions hold its digests), and step 2 alone the one before
+default-ignorable characters were removed: ``value_digests`` gives every digest a store may
+hold for a value, so recurrence, tombstones, import and migrate still recognise those rows.
+Categories are those of the running Python's Unicode database, as NFKC and case folding are.
 """
 
 from __future__ import annotations
@@ -23,21 +46,77 @@ _IGNORABLE = re.compile(
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
 
+# Every character of category Pd (dash punctuation) in Unicode 14.0 but ``-`` itself,
+# written out for the same reason as the ignorables.
+_DASHES = (
+    "\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2e17\u2e1a\u2e3a\u2e3b"
+    "\u2e40\u2e5d\u301c\u3030\u30a0\ufe31\ufe32\ufe58\ufe63\uff0d\U00010ead"
+)
+_DASH_TO_HYPHEN = str.maketrans(dict.fromkeys(_DASHES, "-"))
+_DASH = re.compile(f"[{_DASHES}]")
+
+# The 32 ASCII characters of categories P* and S*: all of ASCII's punctuation and symbols.
+_ASCII_MARKS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_ASCII_TRAILING = _ASCII_MARKS + " "
+# Step 4's marks (NFKC has made their full-width and compatibility forms these) and their
+# runs. Whether ASCII text holds one is a cheaper test with each mark made the byte 0x01 (a
+# table lookup per byte, one substring search) than a regex or five searches would be.
+_SENTENCE_RUNS = tuple((mark * 2, mark) for mark in "!?.,;")
+_SENTENCE_RUN = re.compile(r"([!?.,;])\1+")
+_SENTENCE_MARKS_AS_ONE = bytes.maketrans(b"!?.,;", b"\x01" * 5)
+
 
 def normalise_value(value: str) -> str:
-    """Default-ignorable characters removed, NFKC, case-folded, every run of whitespace
-    collapsed to one space, trimmed."""
-    if not value.isascii():
-        value = _IGNORABLE.sub("", value)
-    return _folded(value)
+    """The value as its identity: see the module docstring for the five steps."""
+    if value.isascii():  # every import's path: _marks_folded(_folded(value)), inlined
+        text = " ".join(value.lower().split())
+        if b"\x01\x01" in text.encode().translate(_SENTENCE_MARKS_AS_ONE):
+            text = _runs_collapsed(text)
+        return text.rstrip(_ASCII_TRAILING) or text
+    return _marks_folded_unicode(_folded(_IGNORABLE.sub("", value)))
 
 
 def is_blank(value: str) -> bool:
     """Whether the value shows nothing: only whitespace and default-ignorable characters."""
-    return not (value if value.isascii() else _IGNORABLE.sub("", value)).strip()
+    return not _visible(value).strip()
+
+
+def value_digest(value: str) -> str:
+    """Hex SHA-256 of the normalised value."""
+    return _sha256(normalise_value(value))
+
+
+def value_digests(value: str) -> tuple[str, ...]:
+    """Every digest a store may hold for this value, de-duplicated, today's first: its
+    digest; the digest of steps 1-2 only (stores written before dashes, runs and trailing
+    punctuation were folded); and for a value with default-ignorable characters the digest
+    of step 2 only (stores written before those were removed). Looking a value up (is it
+    rejected? is it the lesson's current value?) matches any of these."""
+    folded = _folded(_visible(value))
+    marked = _marks_folded(folded)
+    digests = [_sha256(marked)]
+    if marked != folded:
+        digests.append(_sha256(folded))
+    kept = digest_with_ignorables(value)
+    if kept is not None and kept not in digests:
+        digests.append(kept)
+    return tuple(digests)
+
+
+def digest_with_ignorables(value: str) -> str | None:
+    """For a value with default-ignorable characters, its digest as stores written before
+    they were removed hold it (step 2 only); else None."""
+    if value.isascii() or _IGNORABLE.search(value) is None:
+        return None
+    return _sha256(_folded(value))
+
+
+def _visible(value: str) -> str:
+    return value if value.isascii() else _IGNORABLE.sub("", value)
 
 
 def _folded(value: str) -> str:
+    """Step 2."""
     if value.isascii():  # NFKC leaves ASCII as it is, and casefold is lower for it
         return " ".join(value.lower().split())
     text = unicodedata.normalize("NFKC", value).casefold()
@@ -48,25 +127,39 @@ def _folded(value: str) -> str:
     return " ".join(text.split())
 
 
-def value_digest(value: str) -> str:
-    """Hex SHA-256 of the normalised value."""
-    return _sha256(normalise_value(value))
+def _marks_folded(text: str) -> str:
+    """Steps 3-5, on the text of step 2."""
+    if text.isascii():  # the only ASCII dash is "-", and every mark is one of _ASCII_MARKS
+        text = _runs_collapsed(text)
+        return text.rstrip(_ASCII_TRAILING) or text
+    return _marks_folded_unicode(text)
 
 
-def value_digests(value: str) -> tuple[str, ...]:
-    """Every digest a store may hold for this value: its digest, and for a value with
-    default-ignorable characters also its digest with them kept, as stores written before
-    they were removed hold it (in a lesson, its versions or a tombstone). Looking a value
-    up (is it rejected? is it the lesson's current value?) matches any of these."""
-    kept = digest_with_ignorables(value)
-    return (value_digest(value),) if kept is None else (value_digest(value), kept)
+def _marks_folded_unicode(text: str) -> str:
+    """Steps 3-5 for any text (``_marks_folded`` takes a faster way through ASCII)."""
+    if _DASH.search(text):
+        text = text.translate(_DASH_TO_HYPHEN)
+    text = _SENTENCE_RUN.sub(_first, text)
+    end = len(text)
+    while end and _is_trailing(text[end - 1]):
+        end -= 1
+    return text[:end] if end else text
 
 
-def digest_with_ignorables(value: str) -> str | None:
-    """For a value with default-ignorable characters, its digest with them kept; else None."""
-    if value.isascii() or _IGNORABLE.search(value) is None:
-        return None
-    return _sha256(_folded(value))
+def _runs_collapsed(text: str) -> str:
+    """Step 4: ``_SENTENCE_RUN.sub(_first, text)``, by ``str.replace``."""
+    for run, mark in _SENTENCE_RUNS:
+        while run in text:
+            text = text.replace(run, mark)
+    return text
+
+
+def _first(run: re.Match[str]) -> str:
+    return run[1]
+
+
+def _is_trailing(char: str) -> bool:
+    return char == " " or unicodedata.category(char)[0] in "PS"
 
 
 def _sha256(text: str) -> str:

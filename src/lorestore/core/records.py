@@ -17,7 +17,6 @@ Trust = Literal["candidate", "corroborated", "verified", "disputed", "rejected"]
 Status = Literal["active", "archived"]
 LessonKind = Literal["lesson", "signal", "bus"]
 VersionState = Literal["accepted", "proposed", "superseded", "rejected"]
-TRUST_STATES: tuple[Trust, ...] = ("candidate", "corroborated", "verified", "disputed", "rejected")
 
 
 def format_ts(moment: datetime, *, field: str = "time") -> str:

@@ -1,5 +1,7 @@
-"""The trust state machine. Trust is a discrete state, moved only by the events below;
-reading, listing, searching and recall are not events and never move it.
+"""The trust state machine. Trust is a discrete state, moved only by the events below (every
+change of a stored lesson's trust goes through ``transition``; a new lesson starts
+``candidate``, an imported one keeps the trust its record carries); reading, listing,
+searching and recall are not events and never move it.
 
 Only a person (a ``review`` permission) causes ``verify``, ``reject`` and ``undo_reject``;
 ``corroborate`` comes from recurrence; ``dispute`` from anyone who may write.
@@ -8,7 +10,7 @@ Only a person (a ``review`` permission) causes ``verify``, ``reject`` and ``undo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Trust
@@ -75,9 +77,7 @@ _TRUST_AFTER: dict[str, Trust] = {
     "reject": "rejected",
     "dispute": "disputed",
 }
-_TRUSTS: frozenset[str] = frozenset(
-    ("candidate", "corroborated", "verified", "disputed", "rejected")
-)
+_TRUSTS: frozenset[str] = frozenset(get_args(Trust))
 
 
 def trust_as_of(events: Iterable[tuple[str, str | None]]) -> Trust | None:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.errors import LorestoreError
+from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.records import Lesson, normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.portable.jsonl import encode

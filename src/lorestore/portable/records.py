@@ -59,6 +59,9 @@ class ParsedLesson:
     pending_version: int | None
     derive_id: bool = False  # a LoreKit lesson: its id is derived from owner and address
     dropped_proposal: bool = False  # pending_revision without the versions that hold it
+    # Every digest a store may hold for the value (``value_digests``; ``digest`` first),
+    # computed once for the tombstone check.
+    digests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,15 +236,18 @@ def parse_lesson(record: Mapping[str, Any], *, derive_id: bool = False) -> Parse
         known["archived_at"] = known.get("updated_at")
     lesson: Lesson = _validated(Lesson, known)
     _check_counts(lesson)
-    digest = value_digest(lesson.value)
+    digests = value_digests(lesson.value)
+    digest = digests[0]
     if versions_raw is None:
-        return ParsedLesson(lesson, digest, None, None, derive_id, bool(pending_flag))
+        return ParsedLesson(
+            lesson, digest, None, None, derive_id, bool(pending_flag), digests=digests
+        )
     versions = _versions(lesson, digest, versions_raw)
     pending = next((v.version for v in versions if v.state == "proposed"), None)
     if bool(pending_flag) != (pending is not None):
         raise RecordError("pending_revision does not match the proposed version in versions")
     lesson = lesson.model_copy(update={"pending_revision": pending is not None})
-    return ParsedLesson(lesson, digest, versions, pending, derive_id)
+    return ParsedLesson(lesson, digest, versions, pending, derive_id, digests=digests)
 
 
 def _check_counts(lesson: Lesson) -> None:

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lorestore.auth.actor import Actor, Permission
-from lorestore.auth.tokens import scope_allowed
-from lorestore.core.audit import GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError, not_found
+from lorestore.core.patterns import most_specific, scope_allowed
 from lorestore.core.records import Lesson, LessonVersion, format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.validation import validate_key
+from lorestore.service.audit import AuditChain, lesson_entry
 from lorestore.storage.protocol import Binding, Store, StoredLesson, Transaction
 
 Clock = Callable[[], datetime]
@@ -186,8 +186,8 @@ class ServiceBase:
         parsed = parse_scope(scope)
         if bindings is None:
             bindings = tx.bindings_for(actor.principal)
-        matches = [b for b in bindings if scope_allowed((b.pattern,), parsed)]
-        if not matches:
+        binding = most_specific(bindings, parsed, lambda b: b.pattern)
+        if binding is None:
             if actor.orgs is not None:
                 raise LorestoreError(
                     "forbidden",
@@ -196,7 +196,6 @@ class ServiceBase:
                     details={"scope": scope, "token_orgs": list(actor.orgs)},
                 )
             return actor.owner
-        binding = min(matches, key=lambda b: ("*" in b.pattern, -len(b.pattern)))
         org = binding.org
         if binding.role is None:
             raise LorestoreError(
@@ -257,28 +256,15 @@ class ServiceBase:
         ``lesson`` is None for an event about the store rather than one lesson (a sweep, a
         policy); its chain is then ``owner``'s, else the actor's own.
         """
-        event: dict[str, Any] = {
-            "owner": owner_key(lesson) if lesson else (owner or actor.owner),
-            "at": at or self._now(),  # a write's own time, so as_of reads meet its event
-            "actor": actor.principal,
-            "action": action,
-            "scope": lesson.scope if lesson else None,
-            "key": lesson.key if lesson else None,
-            "lesson_id": lesson.id if lesson else None,
-            "before_version": before[0] if before else None,
-            "after_version": after[0] if after else None,
-            "before_digest": before[1] if before else None,
-            "after_digest": after[1] if after else None,
-            "reason": reason,
-            "detail": dict(detail or {}),
-        }
-        if lesson is not None:  # trust after the event: what an as_of read reports later
-            event["detail"].setdefault("trust", lesson.trust)
-        if actor.session:
-            event["detail"]["session"] = actor.session
-        if actor.delegated_by:
-            event["detail"]["by"] = actor.delegated_by
-        prev = tx.last_audit_hash(event["owner"]) or GENESIS
-        event["prev_hash"] = prev
-        event["hash"] = chain_hash(prev, event)
-        tx.append_audit(event)
+        entry = lesson_entry(
+            actor,
+            action,
+            lesson,
+            owner=owner_key(lesson) if lesson else (owner or actor.owner),
+            at=at or self._now(),  # a write's own time, so as_of reads meet its event
+            before=before,
+            after=after,
+            reason=reason,
+            detail=detail,
+        )
+        AuditChain(tx).append(entry)

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.core.audit import CHAINED_FIELDS, GENESIS, chain_hash
 from lorestore.core.errors import LorestoreError
-from lorestore.core.normalise import digest_with_ignorables, value_digests
+from lorestore.core.normalise import value_digests
 from lorestore.core.records import Lesson, LessonVersion
+from lorestore.core.tombstones import refusing_tombstone
 from lorestore.portable import lorekit
 from lorestore.portable.importer import Applied, Item
 from lorestore.portable.models import Format
@@ -35,8 +35,9 @@ from lorestore.portable.records import (
     scope_of,
     tombstone_line,
 )
+from lorestore.service.audit import AuditChain, AuditEntry
 from lorestore.service.base import ServiceBase
-from lorestore.service.writes import rejected_value
+from lorestore.service.corrections import rejected_value
 from lorestore.storage.protocol import (
     ForeignRecord,
     ImportedLesson,
@@ -80,7 +81,7 @@ class _Batch:
         self._service = service
         self._actor = actor
         self._owners: dict[str, str | LorestoreError] = {}
-        self._heads: dict[str, str] = {}
+        self._chain = AuditChain(tx)
 
     def owner(self, scope: str) -> str:
         if scope not in self._owners:
@@ -96,22 +97,17 @@ class _Batch:
             raise found
         return found
 
-    def audit(self, *events: dict[str, Any]) -> None:
+    def audit(self, *entries: AuditEntry) -> None:
         """Chain the events onto their owners' heads, in order, and append them."""
-        for event in events:
-            owner = event["owner"]
-            prev = self._heads.get(owner) or self.tx.last_audit_hash(owner) or GENESIS
-            event["prev_hash"] = prev
-            event["hash"] = chain_hash(prev, event)
-            self._heads[owner] = event["hash"]
-        self.tx.append_audits(events)
+        self._chain.append_all(list(entries))
 
 
 @dataclass(frozen=True, slots=True)
 class _Admitted:
     """A lesson that may be written where it goes: its place in the batch, the record as
     read (``record``: its owner a placeholder, its id the file's), and where it would land:
-    ``owner`` and ``id`` (derived for LoreKit). The record is not copied with them:
+    ``owner`` and ``id`` (derived for LoreKit), and the digests the tombstone check looks
+    up. The record is not copied with them:
     ``landing()`` is the lesson as it would land, for the few that need it whole."""
 
     index: int
@@ -119,6 +115,9 @@ class _Admitted:
     parsed: ParsedLesson
     owner: str
     id: str
+    # Every digest a store may hold for the served value and for a pending proposal's: the
+    # tombstone check covers both.
+    digests: tuple[str, ...]
 
     @property
     def record(self) -> Lesson:
@@ -133,16 +132,14 @@ class _Admitted:
             parsed.lesson, self.owner, self.id, parsed.digest, parsed.pending_version
         )
 
-    def digests(self) -> list[str]:
-        """Every digest a store may hold for the served value and for a pending proposal's:
-        the tombstone check covers both."""
-        kept = digest_with_ignorables(self.record.value)
-        proposed = [v.value for v in self.parsed.versions or () if v.state == "proposed"]
-        return [
-            self.parsed.digest,
-            *([kept] if kept else []),
-            *(digest for value in proposed for digest in value_digests(value)),
-        ]
+
+def _record_digests(parsed: ParsedLesson) -> tuple[str, ...]:
+    """Every digest a store may hold for a record's served value and its pending proposal's."""
+    served = parsed.digests or value_digests(parsed.lesson.value)
+    proposed = [v.value for v in parsed.versions or () if v.state == "proposed"]
+    if not proposed:
+        return served
+    return tuple(dict.fromkeys((*served, *(d for v in proposed for d in value_digests(v)))))
 
 
 def _refused(exc: LorestoreError) -> Applied:
@@ -209,7 +206,7 @@ class ImportOperations(ServiceBase):
         owner: str,
         action: str,
         **fields: Any,
-    ) -> dict[str, Any]:
+    ) -> AuditEntry:
         """The audit event of one imported record: where it came from, never its text."""
         detail: dict[str, Any] = {"format": context.format}
         if item.incoming.line is not None:
@@ -219,9 +216,14 @@ class ImportOperations(ServiceBase):
         detail |= fields.pop("detail", {})
         if context.actor.session:
             detail["session"] = context.actor.session
-        event: dict[str, Any] = dict.fromkeys(CHAINED_FIELDS)  # every field the chain covers
-        event |= {"owner": owner, "at": batch.now, "actor": context.actor.principal}
-        return event | {"action": action, "detail": detail} | fields
+        return AuditEntry(
+            owner=owner,
+            at=batch.now,
+            actor=context.actor.principal,
+            action=action,
+            detail=detail,
+            **fields,
+        )
 
     # --- lessons ----------------------------------------------------------------------------
 
@@ -293,7 +295,7 @@ class ImportOperations(ServiceBase):
         self._authorise(actor, "write", scope.text)
         owner = batch.owner(scope.text)
         ident = _lorekit_id(owner, lesson) if parsed.derive_id else lesson.id
-        return _Admitted(index, item, parsed, owner, ident)
+        return _Admitted(index, item, parsed, owner, ident, _record_digests(parsed))
 
     @staticmethod
     def _untombstoned(
@@ -303,13 +305,13 @@ class ImportOperations(ServiceBase):
         results: list[Applied | None],
     ) -> list[_Admitted]:
         """Tombstones first: refuse each lesson whose value (or pending proposal) a live
-        tombstone rejects at its scope or a broader one, as ``check_tombstone`` does for a
-        write (the oldest such tombstone is named), then those added earlier in a dry run.
-        A lesson that is itself ``rejected`` records a correction and passes."""
+        tombstone rejects at its scope or a broader one, by the rule every write path uses
+        (``core.tombstones``), counting those added earlier in a dry run too. A lesson that
+        is itself ``rejected`` records a correction and passes."""
         wanted: dict[str, set[str]] = defaultdict(set)
         for entry in admitted:
             if entry.record.trust != "rejected":
-                wanted[entry.owner].update(entry.digests())
+                wanted[entry.owner].update(entry.digests)
         live: dict[tuple[str, str], list[Tombstone]] = defaultdict(list)
         for owner, digests in wanted.items():
             for tomb in batch.tx.live_tombstones(owner, sorted(digests)):
@@ -318,7 +320,10 @@ class ImportOperations(ServiceBase):
             live[(tomb.owner, tomb.value_digest)].append(tomb)  # after the stored ones
         clear: list[_Admitted] = []
         for entry in admitted:
-            rejecting = None if entry.record.trust == "rejected" else _rejecting(entry, live)
+            found = (t for d in entry.digests for t in live.get((entry.owner, d), ()))
+            rejecting = refusing_tombstone(
+                found, entry.record.scope, entry.digests, trust=entry.record.trust
+            )
             if rejecting is None:
                 clear.append(entry)
             else:
@@ -331,7 +336,7 @@ class ImportOperations(ServiceBase):
         """The versions and the audit event of each lesson that was inserted."""
         versions: list[tuple[int, LessonVersion]] = []
         served: list[int] = []  # lessons without history: their one version is the served one
-        events: list[dict[str, Any]] = []
+        events: list[AuditEntry] = []
         for entry, pk in landed:
             lesson, parsed = entry.record, entry.parsed
             if parsed.versions is None:
@@ -549,17 +554,3 @@ def _added(entry: _Admitted) -> Applied:
             "record has no versions: imported without the proposed revision",
         )
     return Applied("added")
-
-
-def _rejecting(entry: _Admitted, live: dict[tuple[str, str], list[Tombstone]]) -> Tombstone | None:
-    """The tombstone that refuses this lesson, if any: per digest, the first in ``live``
-    (oldest first) at the lesson's scope or a broader one."""
-    ladder: set[str] | None = None
-    for digest in entry.digests():
-        for tomb in live.get((entry.owner, digest), ()):
-            if ladder is None:
-                scope = scope_of(entry.record.scope)
-                ladder = {scope.text, *(s.text for s in scope.broader())}
-            if tomb.scope in ladder:
-                return tomb
-    return None

@@ -20,7 +20,8 @@ from lorestore.models import (
     PurgeResult,
 )
 from lorestore.service.base import ServiceBase, address, bounded
-from lorestore.service.writes import CURATED, check_tombstone
+from lorestore.service.corrections import check_tombstone
+from lorestore.service.writes import CURATED
 from lorestore.storage.protocol import StoredLesson, Transaction
 
 PURGE_BATCH = 500

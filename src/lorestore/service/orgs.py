@@ -16,8 +16,8 @@ import uuid
 from datetime import timedelta
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.errors import LorestoreError
+from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.models import (

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import scope_allowed
 from lorestore.core.audit import first_break
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.normalise import value_digests
+from lorestore.core.patterns import scope_allowed
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.search import (
@@ -43,7 +43,7 @@ from lorestore.models import (
     SearchResult,
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
-from lorestore.service.writes import check_tombstone
+from lorestore.service.corrections import check_tombstone
 from lorestore.storage.protocol import AuditFilter
 
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
+from lorestore.core.patterns import scope_allowed
 from lorestore.core.recall import Candidate, Decision, ScopePolicy, render_fence, select
 from lorestore.core.records import Lesson
 from lorestore.core.scope import ladder, parse_scope

@@ -11,11 +11,12 @@ import uuid
 from collections.abc import Iterable
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest, value_digests
+from lorestore.core.patterns import scope_allowed
 from lorestore.core.records import Lesson, LessonVersion, Review
 from lorestore.core.scope import parse_scope
+from lorestore.core.tombstones import refusing_tombstone
 from lorestore.core.trust import transition
 from lorestore.models import (
     DisputeParams,
@@ -27,7 +28,7 @@ from lorestore.models import (
     VerifyParams,
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served, owner_key
-from lorestore.service.writes import check_tombstone
+from lorestore.service.corrections import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
 
@@ -102,7 +103,7 @@ class ReviewOperations(ServiceBase):
                 "source": proposal.source,
                 "recorded_at": review.at,
                 "updated_at": review.at,
-                "trust": "verified",
+                "trust": transition(lesson.trust, "verify"),
                 "review": review,
                 "seen_count": 1,
                 "pending_revision": False,
@@ -153,27 +154,28 @@ class ReviewOperations(ServiceBase):
             else:
                 if stored.pending_version is not None:
                     raise _pending_conflict(stored)
-                updated = self._reject(tx, actor, stored, review)
-                self._reject_copies(tx, actor, stored.lesson, stored.lesson.value, review)
+                updated, tomb = self._reject(tx, actor, stored, review)
+                assert tomb is not None
+                self._reject_copies(tx, actor, stored.lesson, tomb, stored.lesson.value, review)
         return LessonResult(lesson=updated)
 
     def _tombstone(
         self, tx: Transaction, actor: Actor, lesson: Lesson, value: str, review: Review
-    ) -> None:
+    ) -> Tombstone:
         """Remember a rejected value for the lesson's owner and scope (and narrower ones), by
         its digest under today's normalisation (the one every value written is checked by)."""
-        tx.insert_tombstone(
-            Tombstone(
-                id=str(uuid.uuid4()),
-                owner=owner_key(lesson),
-                scope=lesson.scope,
-                value_digest=value_digest(value),
-                reason=review.note or "",
-                actor=actor.principal,
-                created_at=review.at,
-                lesson_id=lesson.id,
-            )
+        tomb = Tombstone(
+            id=str(uuid.uuid4()),
+            owner=owner_key(lesson),
+            scope=lesson.scope,
+            value_digest=value_digest(value),
+            reason=review.note or "",
+            actor=actor.principal,
+            created_at=review.at,
+            lesson_id=lesson.id,
         )
+        tx.insert_tombstone(tomb)
+        return tomb
 
     def _reject(
         self,
@@ -182,7 +184,8 @@ class ReviewOperations(ServiceBase):
         stored: StoredLesson,
         review: Review,
         action: str = "reject",
-    ) -> Lesson:
+    ) -> tuple[Lesson, Tombstone | None]:
+        """Reject the lesson; for ``reject`` itself (not a copy) tombstone its value too."""
         lesson = stored.lesson
         updated = lesson.model_copy(
             update={
@@ -192,8 +195,9 @@ class ReviewOperations(ServiceBase):
             }
         )
         tx.save_lesson(stored.pk, updated, stored.value_digest, None)
-        if action == "reject":
-            self._tombstone(tx, actor, lesson, lesson.value, review)
+        tomb = (
+            self._tombstone(tx, actor, lesson, lesson.value, review) if action == "reject" else None
+        )
         version = (lesson.version, stored.value_digest)
         self._audit(
             tx,
@@ -205,19 +209,26 @@ class ReviewOperations(ServiceBase):
             reason=review.note,
             detail={"trust_before": lesson.trust},
         )
-        return updated
+        return updated, tomb
 
     def _reject_copies(
-        self, tx: Transaction, actor: Actor, lesson: Lesson, value: str, review: Review
+        self,
+        tx: Transaction,
+        actor: Actor,
+        lesson: Lesson,
+        tomb: Tombstone,
+        value: str,
+        review: Review,
     ) -> None:
-        """The value already stored at ``lesson``'s scope or a narrower one (under another
-        key, or at another scope, under any digest a store may hold for it) is rejected too,
-        so the correction holds for copies written before it."""
-        tomb_scope = lesson.scope
+        """The lessons already stored that ``tomb`` (just recorded for ``lesson``'s ``value``)
+        refuses by the rule every write path uses (``core.tombstones``: the value, under any
+        digest a store may hold for it, at the tombstone's scope or a narrower one, under any
+        key) are rejected too, so the correction holds for copies written before it."""
+        owner = owner_key(lesson)
         copies = {
             other.lesson.id: other
-            for digest in value_digests(value)
-            for other in tx.lessons_with_digest(owner_key(lesson), digest)
+            for digest in dict.fromkeys((tomb.value_digest, *value_digests(value)))
+            for other in tx.lessons_with_digest(owner, digest)
         }
         for other in copies.values():
             if other.lesson.id == lesson.id or other.lesson.trust == "rejected":
@@ -225,9 +236,8 @@ class ReviewOperations(ServiceBase):
             other_scope = parse_scope(other.lesson.scope)
             if not scope_allowed(actor.scopes, other_scope):
                 continue  # a confined reviewer's decision stops at its token's scopes
-            if other_scope.text == tomb_scope or tomb_scope in (
-                s.text for s in other_scope.broader()
-            ):
+            digests = (other.value_digest, *value_digests(other.lesson.value))
+            if refusing_tombstone((tomb,), other_scope, digests) is not None:
                 self._reject(tx, actor, other, review, action="reject.copy")
 
     def _reject_revision(
@@ -235,8 +245,8 @@ class ReviewOperations(ServiceBase):
     ) -> Lesson:
         proposal = self._proposal(tx, stored)
         tx.set_version_state(stored.pk, proposal.version, "rejected")
-        self._tombstone(tx, actor, stored.lesson, proposal.value, review)
-        self._reject_copies(tx, actor, stored.lesson, proposal.value, review)
+        tomb = self._tombstone(tx, actor, stored.lesson, proposal.value, review)
+        self._reject_copies(tx, actor, stored.lesson, tomb, proposal.value, review)
         updated = stored.lesson.model_copy(
             update={"pending_revision": False, "updated_at": review.at}
         )

@@ -15,10 +15,9 @@ from lorestore.auth.tokens import (
     hash_token,
     implied_permissions,
     looks_like_token,
-    normalise_pattern,
-    pattern_within,
 )
 from lorestore.core.errors import LorestoreError
+from lorestore.core.patterns import normalise_pattern, pattern_within
 from lorestore.core.records import format_ts
 from lorestore.models import (
     NoParams,

@@ -10,9 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 import uuid
-from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import PurePosixPath
 from typing import Any
@@ -28,7 +26,8 @@ from lorestore.core.records import (
     format_ts,
     normalise_ts,
 )
-from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.scope import parse_scope
+from lorestore.core.trust import transition
 from lorestore.core.validation import (
     validate_address,
     validate_key,
@@ -38,18 +37,8 @@ from lorestore.core.validation import (
 )
 from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, bounded, is_expired, owner_dict, version_of
-from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
-
-
-def check_tombstone(tx: Transaction, owner: str, scope: Scope, digests: Sequence[str]) -> None:
-    """Refuse a value rejected at this scope or any broader one, in any case or form:
-    ``digests`` are every digest a store may hold for it (``value_digests``)."""
-    scopes = [scope.text, *(s.text for s in scope.broader())]
-    for digest in digests:
-        tomb = tx.find_tombstone(owner, scopes, digest)
-        if tomb is not None:
-            raise rejected_value(tx, tomb)
-
+from lorestore.service.corrections import check_tombstone
+from lorestore.storage.protocol import StoredLesson, Transaction
 
 # Lessons whose value, labels, expiry and archiving are a reviewer's: verified ones, and
 # disputed ones (withheld until a reviewer verifies or rejects them; disputing first is no
@@ -79,39 +68,6 @@ def _check_same_window(
             "or archive it when it no longer holds",
             details={"valid_from": current.valid_from, "valid_to": current.valid_to},
         )
-
-
-def rejected_value(tx: Transaction, tomb: Tombstone) -> LorestoreError:
-    """The refusal of a value a tombstone holds, naming who rejected it, when and why, and
-    the lesson whose rejection it is (the command that lifts it names that lesson)."""
-    details: dict[str, Any] = {
-        "scope": tomb.scope,
-        "rejected_by": tomb.actor,
-        "rejected_at": tomb.created_at,
-        "reason": tomb.reason,
-        "lesson_id": tomb.lesson_id,
-    }
-    found = tx.lessons_by_ids(tomb.owner, [tomb.lesson_id]) if tomb.lesson_id else []
-    lift = "a reviewer can lift the rejection with `lorestore reject SCOPE KEY --undo`"
-    if found:
-        lesson = found[0].lesson
-        details["key"] = lesson.key
-        # Its own value, rejected: --undo; a revision's, or a value it has since replaced:
-        # --undo --revision.
-        own = lesson.trust == "rejected" and tomb.value_digest in value_digests(lesson.value)
-        revision = "" if own else " --revision"
-        lift = (
-            "a reviewer can lift the rejection with `lorestore reject "
-            f"{shlex.quote(lesson.scope)} {shlex.quote(lesson.key)} --undo{revision} "
-            "--reason ...`"
-        )
-    return LorestoreError(
-        "rejected_value",
-        f"this value was rejected at {tomb.scope} by {tomb.actor} on {tomb.created_at}: "
-        f"{tomb.reason}",
-        hint=f"write a corrected lesson instead; {lift}",
-        details=details,
-    )
 
 
 def _digest(tags: list[str]) -> str:
@@ -300,7 +256,7 @@ class WriteOperations(ServiceBase):
         if session and tx.add_session(stored.pk, stored.value_digest, session, now):
             changes["seen_count"] = lesson.seen_count + 1
             if lesson.trust == "candidate" and changes["seen_count"] >= self.corroborate_at:
-                changes["trust"] = "corroborated"
+                changes["trust"] = transition(lesson.trust, "corroborate")
         updated = lesson.model_copy(update=changes)
         tx.save_lesson(stored.pk, updated, stored.value_digest, stored.pending_version)
         version = (lesson.version, stored.value_digest)
@@ -338,7 +294,7 @@ class WriteOperations(ServiceBase):
             | {
                 "version": tx.max_version(stored.pk) + 1,
                 "seen_count": 1,
-                "trust": "candidate",
+                "trust": transition(lesson.trust, "revise"),
                 "review": None,
                 "pending_revision": False,
             }

@@ -1,6 +1,10 @@
 """What ``lorestore migrate`` does with each source row, given what the target held before the
 run: copy it, count it as already present (or present but different, kept as it is), or
-refuse it with a reason. The target is only ever added to, never overwritten."""
+refuse it with a reason. The target is only ever added to, never overwritten.
+
+The rules it applies are core's, as every write path's are: a value the target rejected
+(``core.tombstones``), a scope the target routes elsewhere (``core.patterns``); this module
+gathers the snapshot they are applied to."""
 
 from __future__ import annotations
 
@@ -8,12 +12,14 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from lorestore.auth.tokens import scope_allowed
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
+from lorestore.core.patterns import most_specific
 from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.tombstones import refusing_tombstone, rejected_value
+from lorestore.storage.protocol import Tombstone
 from lorestore.storage.rows import dumps
 
 Row = dict[str, Any]
@@ -59,6 +65,27 @@ TABLES = (
 CHILD_TABLES = frozenset({"lesson_versions", "lesson_sessions"})
 
 
+_TOMBSTONE_COLUMNS = (
+    "id",
+    "owner",
+    "scope",
+    "value_digest",
+    "reason",
+    "actor",
+    "created_at",
+    "lesson_id",
+)
+
+
+class RejectedRow(NamedTuple):
+    """What a refusal names of the target's lesson whose rejection refuses a row."""
+
+    scope: str
+    key: str
+    trust: str
+    value: str
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """A row (or, for an audit chain, an owner) left out, and why."""
@@ -76,7 +103,11 @@ class Snapshot:
 
     digests: dict[str, dict[tuple[Any, ...], str]] = field(default_factory=dict)
     addresses: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    tombstones: dict[tuple[str, str], list[Row]] = field(default_factory=lambda: defaultdict(list))
+    tombstones: dict[tuple[str, str], list[Tombstone]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    # The lessons live tombstones name (owner, id), for the command a refusal says lifts it.
+    rejecting: dict[tuple[str, str], RejectedRow | None] = field(default_factory=dict)
     patterns: dict[str, str] = field(default_factory=dict)
     chains: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
@@ -96,8 +127,15 @@ class Snapshot:
     def note(self, table: str, row: Row) -> None:
         if table == "lessons":
             self.addresses[(row["owner"], row["scope"], row["key"])] = row["id"]
+            if (row["owner"], row["id"]) in self.rejecting:  # tombstones are read first
+                self.rejecting[(row["owner"], row["id"])] = RejectedRow(
+                    row["scope"], row["key"], row["trust"], row["value"]
+                )
         elif table == "tombstones" and row["lifted_at"] is None:
-            self.tombstones[(row["owner"], row["value_digest"])].append(row)
+            tomb = Tombstone(**{name: row[name] for name in _TOMBSTONE_COLUMNS})
+            self.tombstones[(tomb.owner, tomb.value_digest)].append(tomb)
+            if tomb.lesson_id is not None:
+                self.rejecting.setdefault((tomb.owner, tomb.lesson_id), None)
         elif table == "scope_bindings":
             self.patterns[row["pattern"]] = row["org"]
 
@@ -161,27 +199,24 @@ class Reconciler:
 
     def _tombstoned(self, row: Row) -> Refusal | None:
         """A value rejected in the target at the lesson's scope or a broader one stays out,
-        unless the lesson is itself a rejected record (it serves nothing)."""
-        if row["trust"] == "rejected":
-            return None
+        unless the lesson is itself a rejected record (it serves nothing): the rule of
+        every write path (``core.tombstones``), on the target's tombstones."""
+        owner = row["owner"]
         # The stored digest, and every digest the target may hold for the value.
         digests = dict.fromkeys([row["value_digest"], *value_digests(row["value"])])
-        live = [t for d in digests for t in self.snapshot.tombstones.get((row["owner"], d), ())]
-        if not live:
+        live = (t for d in digests for t in self.snapshot.tombstones.get((owner, d), ()))
+        tomb = refusing_tombstone(live, row["scope"], digests, trust=row["trust"])
+        if tomb is None:
             return None
-        ladder = _ladder(row["scope"])
-        for tomb in sorted(live, key=lambda t: str(t["created_at"])):
-            if tomb["scope"] in ladder:
-                return Refusal(
-                    "lessons",
-                    row["id"],
-                    "rejected_value",
-                    f"{row['owner']} {row['scope']} / {row['key']}: this value was rejected at "
-                    f"{tomb['scope']} in the target by {tomb['actor']} on {tomb['created_at']}: "
-                    f"{tomb['reason']}",
-                    _where(row) | {"tombstone": tomb["id"]},
-                )
-        return None
+        rejected = self.snapshot.rejecting.get((owner, tomb.lesson_id or ""))
+        refusal = rejected_value(tomb, rejected, where=" in the target")
+        return Refusal(
+            "lessons",
+            row["id"],
+            "rejected_value",
+            f"{owner} {row['scope']} / {row['key']}: {refusal.message} ({refusal.hint})",
+            _where(row) | {"tombstone": tomb.id},
+        )
 
     def _address_taken(self, row: Row) -> Refusal | None:
         other = self.snapshot.addresses.get((row["owner"], row["scope"], row["key"]))
@@ -254,19 +289,8 @@ class Reconciler:
 
 def _route(patterns: dict[str, str], scope: Scope) -> tuple[str, str] | None:
     """The binding (pattern, org) that routes ``scope``: the most specific that covers it."""
-    matches = [p for p in patterns if scope_allowed((p,), scope)]
-    if not matches:
-        return None
-    pattern = min(matches, key=lambda p: ("*" in p, -len(p)))
-    return pattern, patterns[pattern]
-
-
-def _ladder(scope: str) -> set[str]:
-    try:
-        parsed = parse_scope(scope)
-    except LorestoreError:
-        return {scope}
-    return {parsed.text, *(s.text for s in parsed.broader())}
+    pattern = most_specific(patterns, scope, lambda p: p)
+    return None if pattern is None else (pattern, patterns[pattern])
 
 
 def _where(row: Row) -> dict[str, Any]:
