@@ -50,9 +50,6 @@ class LessonPrimitives(SQLBase):
     def delete_lesson(self, pk: int) -> None:
         self._exec("delete_lesson", {"pk": pk})
 
-    def compact_search_index(self) -> None:
-        self._exec("compact_search_index")
-
     def insert_version(self, pk: int, version: LessonVersion) -> None:
         self._exec("insert_version", version_params(pk, version))
 

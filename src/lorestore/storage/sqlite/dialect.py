@@ -83,6 +83,9 @@ class SQLiteTransaction(SQLTransaction):
     def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
         """Nothing to do: BEGIN IMMEDIATE runs write transactions one at a time."""
 
+    def compact_search_index(self) -> None:
+        self._conn.execute(Q["compact_search_index"])
+
     def ensure_principal(self, principal: str, at: str) -> None:
         """Register a principal the first time it acts or is named (PostgreSQL's definer
         functions do this themselves)."""
