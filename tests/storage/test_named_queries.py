@@ -121,7 +121,7 @@ def test_the_scan_sees_the_queries_of_every_part(backend: str) -> None:
     shared = asked_for((STORAGE / "sql" / "lessons.py").read_text("utf-8"))
     assert {"lesson_at", "search", "insert_lesson"} <= shared
     assert {"recall_by_text", "recall_recent", "recall_trusted"} <= asked_for(
-        (STORAGE / "rows.py").read_text("utf-8")
+        (STORAGE / "recall_rows.py").read_text("utf-8")
     )
     transfer = asked_for((STORAGE / "transfer.py").read_text("utf-8"))
     assert {"source_counts", "select_lessons", "insert_audit_log"} <= transfer

@@ -14,12 +14,10 @@ from lorestore.storage.protocol import (
     StoredLesson,
     Tombstone,
 )
+from lorestore.storage.recall_rows import gather_recall, recall_from_row, recall_params
 from lorestore.storage.rows import (
     dumps,
-    gather_recall,
     lesson_params,
-    recall_from_row,
-    recall_params,
     tombstone_from_row,
     tombstone_params,
     version_from_row,
