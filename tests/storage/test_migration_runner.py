@@ -12,10 +12,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from tests.pg import admin_url, url_for
+from tests.pg import Template, admin_url, url_for
 
 from lorestore.core.errors import LorestoreError
 from lorestore.storage import migrations
+from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.postgres.setup import PACKAGE as POSTGRES
 from lorestore.storage.postgres.setup import init_database
 from lorestore.storage.sqlite import SQLiteStore
@@ -129,3 +130,33 @@ def test_a_changed_applied_postgres_migration_is_refused(blank_database: str) ->
         init_database(blank_database)
     assert err.value.code == "migration_error"
     assert "changed after it was applied" in err.value.message
+
+
+def test_a_store_behind_its_migrations_is_refused_where_it_is_never_migrated(
+    tmp_path: Path, pg_template: Template, pg_database: str
+) -> None:
+    # lorestore migrate reads a SQLite source as it is, and the PostgreSQL store serves a
+    # database as it is: each refuses one that lacks a migration, naming it.
+    from lorestore.storage.sqlite.transfer import open_source
+
+    path = tmp_path / "behind.db"
+    SQLiteStore(path).close()
+    open_source(path).close()  # the positive control: a current file is read
+    last = migrations.discover(SQLITE)[-1]
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM schema_migrations WHERE number = ?", (last.number,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(LorestoreError) as err:
+        open_source(path)
+    assert err.value.code == "config_error"
+    assert f"{path} lacks migrations {last.name}" in err.value.message
+
+    PostgresStore(pg_template.app_url(pg_database)).close()  # the positive control
+    newest = migrations.discover(POSTGRES)[-1]
+    with psycopg.connect(url_for(admin_url(), pg_database), autocommit=True) as admin:
+        admin.execute("DELETE FROM schema_migrations WHERE number = %s", (newest.number,))
+    with pytest.raises(LorestoreError) as err:
+        PostgresStore(pg_template.app_url(pg_database))
+    assert err.value.code == "config_error"
+    assert f"the database lacks migrations {newest.name}" in err.value.message

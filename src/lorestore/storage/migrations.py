@@ -83,6 +83,20 @@ def pending(
     return todo
 
 
+def require_current(
+    package: str, applied: dict[int, tuple[str, str]], *, what: str, hint: str
+) -> None:
+    """Refuse (``config_error``) a database that lacks some of ``package``'s migrations, one
+    that is served or read but never migrated here; ``what`` names it in the message."""
+    todo = pending(discover(package), applied)
+    if todo:
+        raise LorestoreError(
+            "config_error",
+            f"{what} lacks migrations {', '.join(m.name for m in todo)}",
+            hint=hint,
+        )
+
+
 class Ledger(Protocol):
     """What the runner needs of a backend: its record of applied migrations, its migration
     lock, and a way to run one file."""

@@ -75,13 +75,12 @@ def check_migrations(conn: psycopg.Connection[Any]) -> None:
             "this PostgreSQL database has no lorestore schema",
             hint="run `lorestore db init --database-url postgresql://SUPERUSER@HOST/DB` once",
         ) from exc
-    todo = migrations.pending(migrations.discover(PACKAGE), applied)
-    if todo:
-        raise LorestoreError(
-            "config_error",
-            f"the database lacks migrations {', '.join(m.name for m in todo)}",
-            hint="run `lorestore db init` with an admin URL to apply them",
-        )
+    migrations.require_current(
+        PACKAGE,
+        applied,
+        what="the database",
+        hint="run `lorestore db init` with an admin URL to apply them",
+    )
 
 
 def init_database(admin_url: str, *, app_password: str | None = None) -> InitReport:

@@ -29,8 +29,6 @@ from lorestore.storage.sql.base import SQLBase
 class BulkPrimitives(SQLBase):
     """Export pages and keep-what-is-there inserts, over the dialect."""
 
-    # Bulk export and import (the dialect adds import_lessons and versions_of).
-
     def export_lessons(
         self, owners: Sequence[str], after_id: str | None, limit: int
     ) -> list[StoredLesson]:

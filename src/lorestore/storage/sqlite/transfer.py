@@ -134,14 +134,13 @@ def _check_current(endpoint: SQLiteEndpoint, path: Path) -> None:
             f"{path} is not a lorestore store ({exc})",
             hint="--from names a lorestore.db file",
         ) from exc
-    todo = migrations.pending(migrations.discover(PACKAGE), applied)
-    if todo:
-        raise LorestoreError(
-            "config_error",
-            f"{path} lacks migrations {', '.join(m.name for m in todo)}",
-            hint=f"open it once with this lorestore (e.g. LORESTORE_DATABASE_URL=sqlite:///{path} "
-            "lorestore scopes) to bring it up to date, then migrate",
-        )
+    migrations.require_current(
+        PACKAGE,
+        applied,
+        what=str(path),
+        hint=f"open it once with this lorestore (e.g. LORESTORE_DATABASE_URL=sqlite:///{path} "
+        "lorestore scopes) to bring it up to date, then migrate",
+    )
 
 
 def open_target(path: Path, *, dry_run: bool) -> SQLiteEndpoint:
