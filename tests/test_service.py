@@ -493,7 +493,7 @@ def test_sqlite_records_built_in_sql_equal_the_rows_they_come_from(tmp_path) -> 
 
     from lorestore.models import VerifyParams
     from lorestore.storage.rows import lesson_from_row
-    from lorestore.storage.sqlite.store import Q, _stored_doc
+    from lorestore.storage.sqlite.dialect import Q, _stored_doc
 
     store = SQLiteStore(tmp_path / "docs.db")
     service = LessonService(store)

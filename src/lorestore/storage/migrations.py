@@ -1,5 +1,6 @@
 """The shared migration runner: numbered ``NNNN_verb_object.sql`` files, forward-only, each
-applied in one transaction and recorded with its SHA-256 checksum.
+applied in one transaction and recorded with its SHA-256 checksum, for both backends (each
+gives a ``Ledger``: ``sqlite/store.py``, ``postgres/setup.py``).
 
 A migration that was applied and has since changed on disk is an error, never silently
 re-run or skipped: the database would no longer match the files that claim to describe it.
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
+from typing import Protocol
 
 from lorestore.core.errors import LorestoreError
 
@@ -80,13 +83,58 @@ def pending(
     return todo
 
 
-def apply_all(
-    migrations: list[Migration],
-    applied: dict[int, tuple[str, str]],
-    apply_one: Callable[[Migration], None],
-) -> list[Migration]:
-    """Apply every pending migration in order with ``apply_one``; return what was applied."""
-    todo = pending(migrations, applied)
-    for migration in todo:
-        apply_one(migration)
-    return todo
+def require_current(
+    package: str, applied: dict[int, tuple[str, str]], *, what: str, hint: str
+) -> None:
+    """Refuse (``config_error``) a database that lacks some of ``package``'s migrations, one
+    that is served or read but never migrated here; ``what`` names it in the message."""
+    todo = pending(discover(package), applied)
+    if todo:
+        raise LorestoreError(
+            "config_error",
+            f"{what} lacks migrations {', '.join(m.name for m in todo)}",
+            hint=hint,
+        )
+
+
+class Ledger(Protocol):
+    """What the runner needs of a backend: its record of applied migrations, its migration
+    lock, and a way to run one file."""
+
+    def applied(self) -> dict[int, tuple[str, str]]:
+        """number -> (name, checksum) of every applied migration; empty when there is no
+        record yet. Read without the lock by the first check, under it by the others."""
+
+    def locked(self) -> AbstractContextManager[None]:
+        """One transaction that holds the backend's migration lock until it ends (SQLite:
+        ``BEGIN IMMEDIATE``; PostgreSQL: a transaction inside the advisory lock its caller
+        holds); committed when the block ends without an error, rolled back otherwise."""
+
+    def prepare(self) -> None:
+        """Create the record (``schema_migrations``) when there is none; under the lock."""
+
+    def apply(self, migration: Migration) -> None:
+        """Run the migration's SQL and record it with its checksum; under the lock."""
+
+
+def migrate(ledger: Ledger, package: str) -> list[Migration]:
+    """Apply every pending migration of ``package``, each in one transaction of its own, and
+    return those this call applied.
+
+    What is pending is read first without the lock, so that the common open, with nothing to
+    apply, takes no lock at all (and a changed applied file is refused there too); then again
+    under the lock before each migration, since another process may have applied it since.
+    """
+    known = discover(package)
+    if not pending(known, ledger.applied()):
+        return []
+    with ledger.locked():
+        ledger.prepare()
+    done: list[Migration] = []
+    for migration in known:
+        with ledger.locked():
+            if migration not in pending(known, ledger.applied()):
+                continue
+            ledger.apply(migration)
+        done.append(migration)
+    return done

@@ -88,8 +88,6 @@ class Transaction(Protocol):
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         """The lesson at an address, archived or not; None when absent."""
 
-    def lesson_by_id(self, owner: str, lesson_id: str) -> StoredLesson | None: ...
-
     def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
         """Insert a new address; returns its internal key."""
 
@@ -319,7 +317,7 @@ class Transaction(Protocol):
         first (``find_tombstone`` for a batch: the caller matches the scopes)."""
 
     def lessons_by_ids(self, owner: str, ids: Sequence[str]) -> list[StoredLesson]:
-        """The owner's lessons with these ids (``lesson_by_id`` for a batch), any order."""
+        """The owner's lessons with these ids, any order."""
 
     def export_tombstones(
         self, owners: Sequence[str], after_id: str | None, limit: int

@@ -8,16 +8,13 @@ the records (and every surface's output) are identical whichever backend served 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from functools import partial
-from operator import itemgetter
 from typing import Any, Protocol
 
 from lorestore.core.audit import CHAINED_FIELDS
 from lorestore.core.jsontext import compact_encoder
-from lorestore.core.recall import LessonHead
-from lorestore.core.records import AuditEvent, Dependency, Lesson, LessonVersion, format_ts
+from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
 from lorestore.storage.protocol import (
     ForeignRecord,
     ImportedLesson,
@@ -25,8 +22,6 @@ from lorestore.storage.protocol import (
     Membership,
     PolicyRecord,
     PolicyRow,
-    RecallRecord,
-    RecallRow,
     TokenRecord,
     Tombstone,
 )
@@ -40,7 +35,8 @@ class RowLike(Protocol):
     def keys(self) -> Any: ...
 
 
-def _json(value: Any, empty: Any) -> Any:
+def json_field(value: Any, empty: Any) -> Any:
+    """A JSON column's value, ``empty`` (a fresh one) for the usual empty text."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -95,7 +91,7 @@ def lesson_from_row(row: RowLike) -> Lesson:
             "scope": row["scope"],
             "key": row["key"],
             "value": row["value"],
-            "tags": _json(row["tags"], []),
+            "tags": json_field(row["tags"], []),
             "kind": row["kind"],
             "owner": owner_dict(row["owner"]),
             "trust": row["trust"],
@@ -109,10 +105,10 @@ def lesson_from_row(row: RowLike) -> Lesson:
             "updated_at": ts_text(row["updated_at"]),
             "archived_at": ts_text(row["archived_at"]),
             "expires_at": ts_text(row["expires_at"]),
-            "source": _json(row["source"], {}),
-            "depends_on": _json(row["depends_on"], []),
-            "review": _json(row["review"], {}),
-            "ext": _json(row["ext"], {}),
+            "source": json_field(row["source"], {}),
+            "depends_on": json_field(row["depends_on"], []),
+            "review": json_field(row["review"], {}),
+            "ext": json_field(row["ext"], {}),
             "pending_revision": row["pending_version"] is not None,
         }
     )
@@ -200,13 +196,13 @@ def version_from_row(row: RowLike, lesson_id: str) -> LessonVersion:
             "state": row["state"],
             "value": row["value"],
             "value_digest": row["value_digest"],
-            "tags": _json(row["tags"], []),
+            "tags": json_field(row["tags"], []),
             "valid_from": ts_text(row["valid_from"]),
             "valid_to": ts_text(row["valid_to"]),
             "recorded_at": ts_text(row["recorded_at"]),
             "accepted_at": ts_text(row["accepted_at"]),
             "actor": row["actor"],
-            "source": _json(row["source"], {}),
+            "source": json_field(row["source"], {}),
         }
     )
 
@@ -247,7 +243,7 @@ def audit_dict(row: RowLike) -> dict[str, Any]:
     data = {name: row[name] for name in row.keys()}  # noqa: SIM118
     data["at"] = ts_text(data["at"])
     data["lesson_id"] = _text(data["lesson_id"])
-    data["detail"] = _json(data["detail"], {})
+    data["detail"] = json_field(data["detail"], {})
     return data
 
 
@@ -258,7 +254,7 @@ def audit_from_row(row: RowLike) -> AuditEvent:
 
 
 def token_from_row(row: RowLike) -> TokenRecord:
-    scopes, orgs = _json(row["scopes"], []), _json(row["orgs"], [])
+    scopes, orgs = json_field(row["scopes"], []), json_field(row["orgs"], [])
     return TokenRecord(
         id=str(row["id"]),
         principal=row["principal"],
@@ -367,116 +363,6 @@ def invite_params(invite: Invite, code_hash: str) -> dict[str, Any]:
 
 def membership_from_row(row: RowLike) -> Membership:
     return Membership(row["org"], row["member"], row["role"], ts_text(row["created_at"]) or "")
-
-
-# The columns a recall candidate's head is read from, in the order recall_rows unpacks them.
-_RECALL_HEAD = (
-    "id",
-    "scope",
-    "key",
-    "value",
-    "trust",
-    "version",
-    "seen_count",
-    "recorded_at",
-    "updated_at",
-    "expires_at",
-    "source_agent",
-    "source_author",
-    "source_commit",
-    "depends_on",
-    "owner",
-    "value_digest",
-    "score",
-    "valid_from",
-    "valid_to",
-)
-
-
-def gather_recall(
-    fetch: Callable[[str, dict[str, Any]], Sequence[RowLike]],
-    addresses: Sequence[tuple[str, str]],
-    text_params: dict[str, Any] | None,
-    limit: int,
-) -> list[RecallRow]:
-    """Recall's candidates on either store (``fetch`` runs one of its named queries): the
-    full-text matches over all rungs (when the task has words: ``text_params``), then per
-    rung the newest and the newest trusted lessons, each lesson once."""
-    found: dict[str, RecallRow] = {}
-    if text_params is not None and addresses:
-        for hit in recall_rows(fetch("recall_by_text", text_params)):
-            found[hit.head.id] = hit
-    for owner, scope in addresses:
-        rung = {"owner": owner, "scope": scope, "limit": limit}
-        for name in ("recall_recent", "recall_trusted"):
-            for hit in recall_rows(fetch(name, rung)):
-                found.setdefault(hit.head.id, hit)
-    return list(found.values())
-
-
-def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
-    """Recall candidates from lessons rows with a ``score`` and ``source_agent``,
-    ``source_author``, ``source_commit`` (extracted by the query: decoding each row's source
-    in Python cost more): the head now, the record (the same row through lesson_from_row)
-    when asked for. A sqlite3.Row finds a column by name with a linear scan, so its columns
-    are read by position, found once per result."""
-    if not rows:
-        return []
-    first = rows[0]
-    keys: Sequence[str | int] = _RECALL_HEAD
-    if not isinstance(first, Mapping):
-        names = list(first.keys())
-        keys = [names.index(name) for name in _RECALL_HEAD]
-    read = itemgetter(*keys)
-    found = []
-    for row in rows:
-        (id_, scope, key, value, trust, version, seen, recorded, updated, expires, agent,
-         author, commit, depends_on, owner, digest, score, valid_from,
-         valid_to) = read(row)  # fmt: skip
-        head = LessonHead(
-            str(id_),
-            scope,
-            key,
-            value,
-            trust,
-            version,
-            seen,
-            ts_text(recorded) or "",
-            ts_text(updated) or "",
-            ts_text(expires),
-            agent,
-            author,
-            commit,
-            tuple(Dependency.model_validate(d) for d in _json(depends_on, [])),
-            ts_text(valid_from),
-            ts_text(valid_to),
-        )
-        found.append(RecallRow(head, owner, digest, float(score), partial(lesson_from_row, row)))
-    return found
-
-
-def recall_params(record: RecallRecord) -> dict[str, Any]:
-    return {
-        "recall_id": record.recall_id,
-        "owner": record.owner,
-        "at": record.at,
-        "actor": record.actor,
-        "context": dumps(record.context),
-        "offered": dumps(record.offered),
-        "held": dumps(record.held),
-    }
-
-
-def recall_from_row(row: RowLike) -> RecallRecord:
-    return RecallRecord(
-        recall_id=str(row["recall_id"]),
-        owner=row["owner"],
-        at=ts_text(row["at"]) or "",
-        actor=row["actor"],
-        context=json_value(row["context"]),
-        offered=json_value(row["offered"]),
-        held=json_value(row["held"]),
-    )
 
 
 def policy_params(owner: str, policy: PolicyRow, *, by: str, at: str) -> dict[str, Any]:

@@ -5,10 +5,11 @@ one target transaction that a dry run rolls back."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from lorestore.core.errors import LorestoreError
 from lorestore.storage.reconciliation import (
@@ -27,30 +28,71 @@ BATCH = 500
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-class Endpoint(Protocol):
+class Endpoint:
     """One side of a migration: a backend connection holding one transaction, speaking rows
-    in the canonical form (times as canonical text, ids as text, JSON as canonical text)."""
+    in the canonical form (times as canonical text, ids as text, JSON as canonical text).
 
-    def counts(self) -> dict[str, int]:
-        """Rows per copied table."""
+    A backend's subclass (``sqlite/transfer.py``, ``postgres/transfer.py``) gives its queries
+    (``transfer.sql``), how one of its rows becomes canonical, how a batch is inserted, how
+    refusals read, and how the transaction ends."""
 
-    def audit_owners(self) -> list[str]:
-        """Owners that have an audit chain."""
+    Q: ClassVar[Mapping[str, str]]
 
-    def rows(self, table: str) -> Iterator[Row]:
-        """A table's rows in the canonical columns of its ``select_*`` query, in order."""
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
 
-    def insert(self, table: str, rows: Sequence[Row]) -> None: ...
+    # The backend's part.
 
-    def lesson_pks(self) -> dict[str, int]:
-        """This store's internal key of each lesson, by stable id."""
+    @staticmethod
+    def _canonical(row: Any) -> Row:
+        raise NotImplementedError
+
+    def _executemany(self, query: str, rows: Sequence[Row]) -> None:
+        raise NotImplementedError
+
+    def _refusals(self, table: str) -> AbstractContextManager[None]:
+        """Database refusals while reading or writing ``table``, as lorestore errors."""
+        raise NotImplementedError
+
+    def _stream(self, table: str) -> Iterator[Any]:
+        """The rows of a table's ``select_*`` query as they come."""
+        return iter(self._conn.execute(self.Q[f"select_{table}"]))
 
     def lock_audit_chains(self, owners: Iterable[str]) -> None:
         """Keep writers from extending these owners' chains until the transaction ends."""
+        raise NotImplementedError
 
-    def finish(self, *, commit: bool) -> None: ...
+    def finish(self, *, commit: bool) -> None:
+        raise NotImplementedError
 
-    def close(self) -> None: ...
+    # The same on both.
+
+    def counts(self) -> dict[str, int]:
+        """Rows per copied table."""
+        with self._refusals("every table"):
+            row = self._conn.execute(self.Q["source_counts"]).fetchone()
+        return {name: int(row[name]) for name in row.keys()}  # noqa: SIM118 - a sqlite3.Row
+
+    def audit_owners(self) -> list[str]:
+        """Owners that have an audit chain."""
+        return [str(r["owner"]) for r in self._conn.execute(self.Q["audit_owners"])]
+
+    def rows(self, table: str) -> Iterator[Row]:
+        """A table's rows in the canonical columns of its ``select_*`` query, in order."""
+        with self._refusals(table):
+            for row in self._stream(table):
+                yield self._canonical(row)
+
+    def insert(self, table: str, rows: Sequence[Row]) -> None:
+        with self._refusals(table):
+            self._executemany(self.Q[f"insert_{table}"], rows)
+
+    def lesson_pks(self) -> dict[str, int]:
+        """This store's internal key of each lesson, by stable id."""
+        return {str(r["id"]): int(r["pk"]) for r in self._conn.execute(self.Q["lesson_pks"])}
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 class Progress(Protocol):

@@ -2,10 +2,6 @@
 -- The lesson at an address, archived or not.
 SELECT * FROM lessons WHERE owner = %(owner)s AND scope = %(scope)s AND key = %(key)s;
 
--- name: lesson_by_id
--- A lesson by its stable id.
-SELECT * FROM lessons WHERE owner = %(owner)s AND id = %(id)s::uuid;
-
 -- name: insert_lesson
 -- Create the served row of a new address.
 INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
@@ -89,10 +85,6 @@ ON CONFLICT DO NOTHING;
 -- name: clear_sessions
 -- Forget the sessions of every earlier value when a new version starts.
 DELETE FROM lesson_sessions WHERE lesson_pk = %(pk)s;
-
--- name: compact_search_index
--- GIN entries of deleted rows go with the row; nothing to rewrite (kept for the protocol).
-SELECT 1;
 
 -- name: find_tombstone
 -- A live tombstone for this value at any of the given scopes.
@@ -207,6 +199,12 @@ VALUES (%(owner)s, %(at)s::timestamptz, %(actor)s, %(action)s, %(scope)s, %(key)
     %(lesson_id)s::uuid, %(before_version)s, %(after_version)s, %(before_digest)s,
     %(after_digest)s, %(reason)s, %(detail)s::jsonb, %(prev_hash)s, %(hash)s)
 RETURNING id;
+
+-- name: append_audit_row
+-- Append one audit event given as a row (positional: the columns of append_audit in order).
+INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
+    after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
+VALUES (%s, %s::timestamptz, %s, %s, %s, %s, %s::uuid, %s, %s, %s, %s, %s, %s::jsonb, %s, %s);
 
 -- name: audit_events
 -- Audit events of an owner, newest first, filtered by address and time.

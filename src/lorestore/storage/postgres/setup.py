@@ -10,6 +10,7 @@ connects as ``lorestore_app`` only.
 from __future__ import annotations
 
 import secrets
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -74,13 +75,12 @@ def check_migrations(conn: psycopg.Connection[Any]) -> None:
             "this PostgreSQL database has no lorestore schema",
             hint="run `lorestore db init --database-url postgresql://SUPERUSER@HOST/DB` once",
         ) from exc
-    todo = migrations.pending(migrations.discover(PACKAGE), applied)
-    if todo:
-        raise LorestoreError(
-            "config_error",
-            f"the database lacks migrations {', '.join(m.name for m in todo)}",
-            hint="run `lorestore db init` with an admin URL to apply them",
-        )
+    migrations.require_current(
+        PACKAGE,
+        applied,
+        what="the database",
+        hint="run `lorestore db init` with an admin URL to apply them",
+    )
 
 
 def init_database(admin_url: str, *, app_password: str | None = None) -> InitReport:
@@ -114,23 +114,43 @@ def init_database(admin_url: str, *, app_password: str | None = None) -> InitRep
     return InitReport(applied, _as_url(params), password_set)
 
 
+class PostgresLedger:
+    """The database's migration record for the shared runner (``storage/migrations.py``),
+    written as the owner role. Its lock is the session advisory lock ``init_database``
+    holds throughout, so concurrent inits apply each migration once."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def applied(self) -> dict[int, tuple[str, str]]:
+        try:
+            return _applied(self._conn)
+        except psycopg.errors.UndefinedTable:  # a new database: no schema_migrations yet
+            return {}
+
+    def locked(self) -> AbstractContextManager[Any]:
+        return self._conn.transaction()
+
+    def prepare(self) -> None:
+        self._conn.execute(_MIGRATIONS_TABLE)
+        self._conn.execute("GRANT SELECT ON schema_migrations TO lorestore_app")
+
+    def apply(self, migration: migrations.Migration) -> None:
+        self._conn.execute(migration.sql.encode("utf-8"))
+        self._conn.execute(
+            "INSERT INTO schema_migrations (number, name, checksum, applied_at) "
+            "VALUES (%s, %s, %s, %s)",
+            (migration.number, migration.name, migration.checksum, datetime.now(UTC)),
+        )
+
+
 def _migrate(conn: psycopg.Connection[Any]) -> list[str]:
     conn.execute("SET ROLE lorestore_owner")
     try:
-        conn.execute(_MIGRATIONS_TABLE)
-        conn.execute("GRANT SELECT ON schema_migrations TO lorestore_app")
-        todo = migrations.pending(migrations.discover(PACKAGE), _applied(conn))
-        for migration in todo:
-            with conn.transaction():
-                conn.execute(migration.sql.encode("utf-8"))
-                conn.execute(
-                    "INSERT INTO schema_migrations (number, name, checksum, applied_at) "
-                    "VALUES (%s, %s, %s, %s)",
-                    (migration.number, migration.name, migration.checksum, datetime.now(UTC)),
-                )
+        applied = migrations.migrate(PostgresLedger(conn), PACKAGE)
     finally:
         conn.execute("RESET ROLE")
-    return [m.name for m in todo]
+    return [m.name for m in applied]
 
 
 def _as_url(params: dict[str, Any]) -> str:

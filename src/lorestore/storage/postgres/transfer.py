@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from lorestore.storage.postgres.setup import check_migrations
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
 from lorestore.storage.rows import dumps
+from lorestore.storage.transfer import Endpoint
 
 Q = load_queries("lorestore.storage.postgres", "transfer.sql")
 _ITERSIZE = 1000
@@ -61,35 +62,25 @@ def _canonical(row: dict[str, Any]) -> Row:
     return out
 
 
-class PostgresEndpoint:
+class PostgresEndpoint(Endpoint):
     """One connection holding one transaction, as a role that bypasses row-level security."""
 
-    def __init__(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
-        self._conn = conn
+    Q = Q
+    _canonical = staticmethod(_canonical)
 
-    def counts(self) -> dict[str, int]:
-        with _translated("every table"):
-            row = self._conn.execute(Q["source_counts"]).fetchone()
-        assert row is not None
-        return {name: int(value) for name, value in row.items()}
-
-    def audit_owners(self) -> list[str]:
-        return [str(r["owner"]) for r in self._conn.execute(Q["audit_owners"])]
-
-    def rows(self, table: str) -> Iterator[Row]:
+    def _stream(self, table: str) -> Iterator[Any]:
         # A server-side cursor streams large tables instead of loading them whole.
-        with _translated(table), self._conn.cursor(name=f"lorestore_{table}") as cursor:
+        with self._conn.cursor(name=f"lorestore_{table}") as cursor:
             cursor.itersize = _ITERSIZE
             cursor.execute(Q[f"select_{table}"])
-            for row in cursor:
-                yield _canonical(row)
+            yield from cursor
 
-    def insert(self, table: str, rows: Sequence[Row]) -> None:
-        with _translated(table), self._conn.cursor() as cursor:
-            cursor.executemany(Q[f"insert_{table}"], rows)
+    def _executemany(self, query: str, rows: Sequence[Row]) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.executemany(query, rows)
 
-    def lesson_pks(self) -> dict[str, int]:
-        return {str(r["id"]): int(r["pk"]) for r in self._conn.execute(Q["lesson_pks"])}
+    def _refusals(self, table: str) -> AbstractContextManager[None]:
+        return _translated(table)
 
     def lock_audit_chains(self, owners: Iterable[str]) -> None:
         self._conn.execute(Q["lock_audit_chains"], {"owners": list(owners)})
@@ -99,9 +90,6 @@ class PostgresEndpoint:
             self._conn.commit()
         else:
             self._conn.rollback()
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 @contextmanager

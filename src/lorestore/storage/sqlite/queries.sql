@@ -41,10 +41,6 @@ FROM lessons;
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
 WHERE owner = :owner AND scope = :scope AND key = :key;
 
--- name: lesson_by_id
--- A lesson by its stable id.
-SELECT * FROM lessons WHERE owner = :owner AND id = :id;
-
 -- name: insert_lesson
 -- Create the served row of a new address.
 INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,

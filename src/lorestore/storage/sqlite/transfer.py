@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from lorestore.core.errors import LorestoreError
@@ -16,10 +17,12 @@ from lorestore.storage import migrations
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
 from lorestore.storage.rows import dumps
-from lorestore.storage.sqlite.store import BUSY_TIMEOUT_MS, SQLiteStore
+from lorestore.storage.sqlite.errors import BUSY_TIMEOUT_MS
+from lorestore.storage.sqlite.ledger import PACKAGE
+from lorestore.storage.sqlite.store import SQLiteStore
+from lorestore.storage.transfer import Endpoint
 
 Q = load_queries("lorestore.storage.sqlite", "transfer.sql")
-MIGRATIONS = "lorestore.storage.sqlite.migrations"
 # SQLite keeps JSON as text and booleans as 0/1; the canonical form has canonical JSON text
 # and real booleans, as PostgreSQL's side produces them.
 _JSON = frozenset(
@@ -53,35 +56,30 @@ def _canonical(row: sqlite3.Row) -> Row:
     return out
 
 
-class SQLiteEndpoint:
+class SQLiteEndpoint(Endpoint):
     """One file, one connection, one transaction; ``scratch`` is a directory to remove on
     close (a dry run's copy)."""
 
+    Q = Q
+    _canonical = staticmethod(_canonical)
+
     def __init__(self, path: Path, *, write: bool, scratch: Path | None = None) -> None:
         self._scratch = scratch
-        self._conn = sqlite3.connect(
-            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA foreign_keys = ON")
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        super().__init__(conn)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
         # A target takes the write lock up front so that what it reads first (chain heads,
         # addresses, tombstones) stays true until it commits.
-        self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
-    def counts(self) -> dict[str, int]:
-        row = self._conn.execute(Q["source_counts"]).fetchone()
-        return {name: int(row[name]) for name in row.keys()}  # noqa: SIM118
+    def _executemany(self, query: str, rows: Sequence[Row]) -> None:
+        self._conn.executemany(query, rows)
 
-    def audit_owners(self) -> list[str]:
-        return [r["owner"] for r in self._conn.execute(Q["audit_owners"])]
-
-    def rows(self, table: str) -> Iterator[Row]:
-        for row in self._conn.execute(Q[f"select_{table}"]):
-            yield _canonical(row)
-
-    def insert(self, table: str, rows: Sequence[Row]) -> None:
+    @contextmanager
+    def _refusals(self, table: str) -> Iterator[None]:
         try:
-            self._conn.executemany(Q[f"insert_{table}"], rows)
+            yield
         except sqlite3.IntegrityError as exc:
             if "cap_exceeded" in str(exc):
                 raise LorestoreError(
@@ -97,9 +95,6 @@ class SQLiteEndpoint:
         rows = self._conn.execute(Q["applied_migrations"]).fetchall()
         return {int(r["number"]): (str(r["name"]), str(r["checksum"])) for r in rows}
 
-    def lesson_pks(self) -> dict[str, int]:
-        return {r["id"]: int(r["pk"]) for r in self._conn.execute(Q["lesson_pks"])}
-
     def lock_audit_chains(self, owners: Iterable[str]) -> None:
         """Nothing to add: BEGIN IMMEDIATE already holds the only write lock."""
 
@@ -108,7 +103,7 @@ class SQLiteEndpoint:
             self._conn.execute("COMMIT" if commit else "ROLLBACK")
 
     def close(self) -> None:
-        self._conn.close()
+        super().close()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
@@ -139,14 +134,13 @@ def _check_current(endpoint: SQLiteEndpoint, path: Path) -> None:
             f"{path} is not a lorestore store ({exc})",
             hint="--from names a lorestore.db file",
         ) from exc
-    todo = migrations.pending(migrations.discover(MIGRATIONS), applied)
-    if todo:
-        raise LorestoreError(
-            "config_error",
-            f"{path} lacks migrations {', '.join(m.name for m in todo)}",
-            hint=f"open it once with this lorestore (e.g. LORESTORE_DATABASE_URL=sqlite:///{path} "
-            "lorestore scopes) to bring it up to date, then migrate",
-        )
+    migrations.require_current(
+        PACKAGE,
+        applied,
+        what=str(path),
+        hint=f"open it once with this lorestore (e.g. LORESTORE_DATABASE_URL=sqlite:///{path} "
+        "lorestore scopes) to bring it up to date, then migrate",
+    )
 
 
 def open_target(path: Path, *, dry_run: bool) -> SQLiteEndpoint:

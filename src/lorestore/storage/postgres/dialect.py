@@ -1,0 +1,118 @@
+"""What the PostgreSQL store does differently from the shared primitives (``storage/sql``):
+lists bind as arrays, a new key comes back through ``RETURNING``, rows decode by column name
+(times as ``datetime``), ids are uuids, advisory locks order what must not interleave, and
+org creation and invites go through the definer functions that read the actor from the
+session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+
+from lorestore.core.records import LessonVersion
+from lorestore.core.search import tsquery_expression
+from lorestore.storage.protocol import ImportedLesson, StoredLesson
+from lorestore.storage.queries import load_queries
+from lorestore.storage.rows import LESSON_COLUMNS, imported_row, lesson_from_row, version_from_row
+from lorestore.storage.sql import SQLTransaction, stored
+
+Q = load_queries("lorestore.storage.postgres", "queries.sql")
+Row = dict[str, Any]
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+_SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _list(values: Sequence[Any]) -> list[Any]:
+    return list(values)
+
+
+def _addresses(addresses: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "owners": [owner for owner, _ in addresses],
+        "scopes": [scope for _, scope in addresses],
+    }
+
+
+class PostgresTransaction(SQLTransaction):
+    """The Transaction primitives over one open PostgreSQL transaction."""
+
+    Q = Q
+    _array = staticmethod(_list)
+    _search_addresses = staticmethod(_addresses)
+    _recall_addresses = staticmethod(_addresses)
+    _match = staticmethod(tsquery_expression)
+    _stored_doc = staticmethod(stored)
+    _doc_lesson = staticmethod(lesson_from_row)
+    _valid_id = staticmethod(_is_uuid)
+
+    def __init__(self, conn: psycopg.Connection[Row], *, write: bool) -> None:
+        super().__init__(conn)
+        self._conn: psycopg.Connection[Row] = conn
+        self._write = write
+
+    def _inserted(self, name: str, params: Any) -> int:
+        row = self._conn.execute(Q[name], params).fetchone()
+        assert row is not None  # the query's RETURNING names the one key column
+        (key,) = row.values()
+        return int(key)
+
+    def _executemany(self, name: str, params: Iterable[Any]) -> None:
+        rows = list(params)
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany(Q[name], rows)
+
+    def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
+        lock = _LOCK if exclusive else _SHARED_LOCK
+        self._conn.execute(lock, (f"lorestore.corrections:{owner}",))
+
+    def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
+        if self._write:
+            # Two writers creating one address would both see it absent; the lock queues them.
+            self._conn.execute(_LOCK, (f"lorestore.address:{owner}\x1f{scope}\x1f{key}",))
+        return super().lesson_at(owner, scope, key)
+
+    def last_audit_hash(self, owner: str) -> str | None:
+        # Concurrent writers of one owner would fork the chain; the lock keeps it linear.
+        self._conn.execute(Q["lock_audit_chain"], {"owner": owner})
+        return super().last_audit_hash(owner)
+
+    def compact_search_index(self) -> None:
+        """Nothing to do: a deleted row's GIN entries go with it (vacuum reclaims space)."""
+
+    def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
+        # The definer function makes the acting user (the session's actor) the owner.
+        row = self._one("create_org", {"slug": org.removeprefix("org:"), "name": name})
+        return bool(row and row["created"])
+
+    def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
+        # The definer function checks the invite names the session's actor.
+        row = self._one("accept_invite", {"code_hash": code_hash, "at": at})
+        return None if row is None or row["org"] is None else str(row["org"])
+
+    def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
+        found: dict[int, list[LessonVersion]] = {pk: [] for pk in pks}
+        for row in self._all("versions_of", {"pks": list(pks)}):
+            found[row["lesson_pk"]].append(version_from_row(row, str(row["lesson_id"])))
+        return found
+
+    def import_lessons(self, lessons: Sequence[ImportedLesson]) -> list[int | None]:
+        # One statement per lesson: PostgreSQL is not the bulk-load target the SQLite store
+        # is, and each insert still skips a taken id or address on its own.
+        pks: list[int | None] = []
+        for lesson in lessons:
+            params = dict(zip(LESSON_COLUMNS, imported_row(lesson), strict=True))
+            row = self._one("import_lesson", params)
+            pks.append(None if row is None else int(row["pk"]))
+        return pks

@@ -1,0 +1,124 @@
+"""Recall's candidates from rows, on either store: the full-text matches over the ladder and
+each rung's newest and newest trusted lessons, as heads decided on now and records decoded
+only when offered; and the recall log's rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from operator import itemgetter
+from typing import Any
+
+from lorestore.core.recall import LessonHead
+from lorestore.core.records import Dependency
+from lorestore.storage.protocol import RecallRecord, RecallRow
+from lorestore.storage.rows import RowLike, dumps, json_field, json_value, lesson_from_row, ts_text
+
+# The columns a recall candidate's head is read from, in the order recall_rows unpacks them.
+_RECALL_HEAD = (
+    "id",
+    "scope",
+    "key",
+    "value",
+    "trust",
+    "version",
+    "seen_count",
+    "recorded_at",
+    "updated_at",
+    "expires_at",
+    "source_agent",
+    "source_author",
+    "source_commit",
+    "depends_on",
+    "owner",
+    "value_digest",
+    "score",
+    "valid_from",
+    "valid_to",
+)
+
+
+def gather_recall(
+    fetch: Callable[[str, dict[str, Any]], Sequence[RowLike]],
+    addresses: Sequence[tuple[str, str]],
+    text_params: dict[str, Any] | None,
+    limit: int,
+) -> list[RecallRow]:
+    """Recall's candidates on either store (``fetch`` runs one of its named queries): the
+    full-text matches over all rungs (when the task has words: ``text_params``), then per
+    rung the newest and the newest trusted lessons, each lesson once."""
+    found: dict[str, RecallRow] = {}
+    if text_params is not None and addresses:
+        for hit in recall_rows(fetch("recall_by_text", text_params)):
+            found[hit.head.id] = hit
+    for owner, scope in addresses:
+        rung = {"owner": owner, "scope": scope, "limit": limit}
+        for name in ("recall_recent", "recall_trusted"):
+            for hit in recall_rows(fetch(name, rung)):
+                found.setdefault(hit.head.id, hit)
+    return list(found.values())
+
+
+def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
+    """Recall candidates from lessons rows with a ``score`` and ``source_agent``,
+    ``source_author``, ``source_commit`` (extracted by the query: decoding each row's source
+    in Python cost more): the head now, the record (the same row through lesson_from_row)
+    when asked for. A sqlite3.Row finds a column by name with a linear scan, so its columns
+    are read by position, found once per result."""
+    if not rows:
+        return []
+    first = rows[0]
+    keys: Sequence[str | int] = _RECALL_HEAD
+    if not isinstance(first, Mapping):
+        names = list(first.keys())
+        keys = [names.index(name) for name in _RECALL_HEAD]
+    read = itemgetter(*keys)
+    found = []
+    for row in rows:
+        (id_, scope, key, value, trust, version, seen, recorded, updated, expires, agent,
+         author, commit, depends_on, owner, digest, score, valid_from,
+         valid_to) = read(row)  # fmt: skip
+        head = LessonHead(
+            str(id_),
+            scope,
+            key,
+            value,
+            trust,
+            version,
+            seen,
+            ts_text(recorded) or "",
+            ts_text(updated) or "",
+            ts_text(expires),
+            agent,
+            author,
+            commit,
+            tuple(Dependency.model_validate(d) for d in json_field(depends_on, [])),
+            ts_text(valid_from),
+            ts_text(valid_to),
+        )
+        found.append(RecallRow(head, owner, digest, float(score), partial(lesson_from_row, row)))
+    return found
+
+
+def recall_params(record: RecallRecord) -> dict[str, Any]:
+    return {
+        "recall_id": record.recall_id,
+        "owner": record.owner,
+        "at": record.at,
+        "actor": record.actor,
+        "context": dumps(record.context),
+        "offered": dumps(record.offered),
+        "held": dumps(record.held),
+    }
+
+
+def recall_from_row(row: RowLike) -> RecallRecord:
+    return RecallRecord(
+        recall_id=str(row["recall_id"]),
+        owner=row["owner"],
+        at=ts_text(row["at"]) or "",
+        actor=row["actor"],
+        context=json_value(row["context"]),
+        offered=json_value(row["offered"]),
+        held=json_value(row["held"]),
+    )

@@ -1,0 +1,228 @@
+"""The shared primitives on lessons: the served row, versions, sessions, tombstones, the reads
+of many lessons (list, search, review queue, sweeps) and recall's candidates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lorestore.core.records import Lesson, LessonVersion
+from lorestore.storage.protocol import (
+    RecallRecord,
+    RecallRow,
+    ScopeCount,
+    SearchHit,
+    StoredLesson,
+    Tombstone,
+)
+from lorestore.storage.recall_rows import gather_recall, recall_from_row, recall_params
+from lorestore.storage.rows import (
+    dumps,
+    lesson_params,
+    tombstone_from_row,
+    tombstone_params,
+    version_from_row,
+    version_params,
+)
+from lorestore.storage.sql.base import SQLBase, stored
+
+
+class LessonPrimitives(SQLBase):
+    """Lessons, versions, sessions, tombstones, reads and recall, over the dialect."""
+
+    # Lessons and their versions.
+
+    def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
+        row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
+        return self._stored_doc(row) if row else None
+
+    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
+        return self._inserted("insert_lesson", lesson_params(lesson, value_digest, None))
+
+    def save_lesson(
+        self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None
+    ) -> None:
+        params = lesson_params(lesson, value_digest, pending_version)
+        params["pk"] = pk
+        self._exec("save_lesson", params)
+
+    def delete_lesson(self, pk: int) -> None:
+        self._exec("delete_lesson", {"pk": pk})
+
+    def insert_version(self, pk: int, version: LessonVersion) -> None:
+        self._exec("insert_version", version_params(pk, version))
+
+    def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]:
+        return [version_from_row(r, lesson_id) for r in self._all("versions", {"pk": pk})]
+
+    def version(self, pk: int, lesson_id: str, number: int) -> LessonVersion | None:
+        row = self._one("version", {"pk": pk, "number": number})
+        return version_from_row(row, lesson_id) if row else None
+
+    def max_version(self, pk: int) -> int:
+        row = self._one("max_version", {"pk": pk})
+        return int(row["n"]) if row and row["n"] is not None else 0
+
+    def set_version_state(
+        self, pk: int, number: int, state: str, *, accepted_at: str | None = None
+    ) -> None:
+        params = {"pk": pk, "number": number, "state": state, "accepted_at": accepted_at}
+        self._exec("set_version_state", params)
+
+    def version_at(
+        self, pk: int, lesson_id: str, *, as_of: str | None, valid_at: str | None
+    ) -> LessonVersion | None:
+        row = self._one("version_at", {"pk": pk, "as_of": as_of, "valid_at": valid_at})
+        return version_from_row(row, lesson_id) if row else None
+
+    def trust_events(
+        self, owner: str, scope: str, key: str, lesson_id: str, at: str
+    ) -> list[tuple[str, str | None]]:
+        params = {"owner": owner, "scope": scope, "key": key, "lesson_id": lesson_id, "at": at}
+        return [(r["action"], r["trust"]) for r in self._all("trust_events", params)]
+
+    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
+        params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
+        return self._exec("add_session", params).rowcount == 1
+
+    def clear_sessions(self, pk: int) -> None:
+        self._exec("clear_sessions", {"pk": pk})
+
+    # Tombstones.
+
+    def find_tombstone(
+        self, owner: str, scopes: Sequence[str], value_digest: str
+    ) -> Tombstone | None:
+        params = {"owner": owner, "value_digest": value_digest, "scopes": self._array(scopes)}
+        row = self._one("find_tombstone", params)
+        return tombstone_from_row(row) if row else None
+
+    def insert_tombstone(self, tombstone: Tombstone) -> None:
+        self._exec("insert_tombstone", tombstone_params(tombstone))
+
+    def lift_tombstones(
+        self,
+        owner: str,
+        scope: str,
+        value_digest: str,
+        *,
+        lifted_by: str,
+        at: str,
+        reason: str,
+        lesson_id: str | None = None,
+    ) -> int:
+        params = {
+            "owner": owner,
+            "scope": scope,
+            "value_digest": value_digest,
+            "lifted_by": lifted_by,
+            "at": at,
+            "reason": reason,
+            "lesson_id": lesson_id,
+        }
+        return self._exec("lift_tombstones", params).rowcount
+
+    def lessons_with_digest(self, owner: str, value_digest: str) -> list[StoredLesson]:
+        rows = self._all("lessons_with_digest", {"owner": owner, "value_digest": value_digest})
+        return [stored(r) for r in rows]
+
+    # Reads of many lessons.
+
+    def review_queue(
+        self, owners: Sequence[str], scope: str | None, *, now: str, limit: int
+    ) -> list[tuple[str, StoredLesson]]:
+        params = {"owners": self._array(owners), "scope": scope, "now": now, "limit": limit}
+        return [(r["queue_reason"], stored(r)) for r in self._all("review_queue", params)]
+
+    def list_lessons(
+        self,
+        owner: str,
+        scope: str,
+        *,
+        tags: Sequence[str],
+        now: str,
+        after: tuple[str, int] | None,
+        limit: int,
+    ) -> tuple[list[StoredLesson], bool]:
+        # Tags bind as JSON text on both backends (json_each on SQLite, jsonb @> on
+        # PostgreSQL); a driver looks up only the names its statement uses.
+        params = {
+            "owner": owner,
+            "scope": scope,
+            "now": now,
+            "limit": limit + 1,
+            "after_at": after[0] if after else None,
+            "after_pk": after[1] if after else None,
+            "tags": dumps(list(tags)),
+            "ntags": len(tags),
+        }
+        rows = self._all("list_lessons", params)
+        decode = self._stored_doc
+        return [decode(r) for r in rows[:limit]], len(rows) > limit
+
+    def search(
+        self,
+        addresses: Sequence[tuple[str, str]],
+        terms: Sequence[str],
+        *,
+        tags: Sequence[str],
+        now: str,
+        limit: int,
+    ) -> list[SearchHit]:
+        params = self._search_addresses(addresses)
+        params["match"] = self._match(list(terms))
+        params.update(now=now, limit=limit, tags=dumps(list(tags)), ntags=len(tags))
+        decode = self._doc_lesson
+        return [
+            SearchHit(decode(r), float(r["score"]), r["snippet"])
+            for r in self._all("search", params)
+        ]
+
+    def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
+        rows = self._all("scope_counts", {"owners": self._array(owners), "now": now})
+        return [
+            ScopeCount(
+                r["owner"], r["scope"], r["active"], r["archived"], r["expired"], r["rejected"]
+            )
+            for r in rows
+        ]
+
+    def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]:
+        rows = self._all("archived_before", {"owner": owner, "cutoff": cutoff, "limit": limit})
+        return [stored(r) for r in rows]
+
+    def expired_before(self, owner: str, now: str, limit: int) -> list[StoredLesson]:
+        rows = self._all("expired_before", {"owner": owner, "now": now, "limit": limit})
+        return [stored(r) for r in rows]
+
+    def due_owners(self, now: str, archived_cutoff: str, recall_cutoff: str) -> list[str]:
+        params = {"now": now, "archived_cutoff": archived_cutoff, "recall_cutoff": recall_cutoff}
+        return sorted(str(r["owner"]) for r in self._all("due_owners", params))
+
+    def purge_recall_log(self, owner: str, cutoff: str) -> int:
+        return self._exec("purge_recall_log", {"owner": owner, "cutoff": cutoff}).rowcount
+
+    # Recall.
+
+    def recall_candidates(
+        self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
+    ) -> list[RecallRow]:
+        text = None
+        if terms:
+            text = self._recall_addresses(addresses)
+            text["match"] = self._match(list(terms))
+            text["limit"] = limit * len(addresses)
+        return gather_recall(self._all, addresses, text, limit)
+
+    def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
+        row = self._one("count_recall_lessons", {"owner": owner, "scope": scope, "cap": than + 1})
+        assert row is not None
+        return int(row["n"]) > than
+
+    def insert_recall(self, record: RecallRecord) -> None:
+        self._exec("insert_recall", recall_params(record))
+
+    def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
+        if not self._valid_id(recall_id):
+            return None
+        row = self._one("get_recall", {"recall_id": recall_id, "owners": self._array(owners)})
+        return recall_from_row(row) if row else None

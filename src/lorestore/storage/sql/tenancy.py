@@ -1,0 +1,135 @@
+"""The shared primitives on who may do what: the audit log, tokens, orgs and members, invites,
+scope bindings, caps, rate limits and scope policies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from lorestore.core.records import AuditEvent
+from lorestore.storage.protocol import (
+    AuditFilter,
+    Binding,
+    Invite,
+    Membership,
+    PolicyRow,
+    TokenRecord,
+)
+from lorestore.storage.rows import (
+    audit_dict,
+    audit_from_row,
+    audit_row,
+    dumps,
+    invite_params,
+    membership_from_row,
+    policy_params,
+    token_from_row,
+    token_params,
+)
+from lorestore.storage.sql.base import SQLBase
+
+
+class TenancyPrimitives(SQLBase):
+    """Audit, tokens, orgs, bindings, caps, rate limits and policies, over the dialect."""
+
+    # The audit log.
+
+    def last_audit_hash(self, owner: str) -> str | None:
+        row = self._one("last_audit_hash", {"owner": owner})
+        return row["hash"] if row else None
+
+    def append_audit(self, event: dict[str, Any]) -> int:
+        params = dict(event)
+        params["detail"] = dumps(event.get("detail") or {})
+        return self._inserted("append_audit", params)
+
+    def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
+        params = {
+            "owners": self._array(query.owners),
+            "scope": query.scope,
+            "key": query.key,
+            "since": query.since,
+            "until": query.until,
+            "after_id": query.after_id,
+            "limit": query.limit,
+        }
+        return [audit_from_row(r) for r in self._all("audit_events", params)]
+
+    def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
+        for row in self._exec("audit_chain", {"owner": owner}):
+            yield audit_dict(row)
+
+    def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
+        self._executemany("append_audit_row", map(audit_row, events))
+
+    # Tokens, orgs, bindings, caps, rate limits, policies.
+
+    def insert_token(self, token: TokenRecord, token_hash: str) -> None:
+        self._exec("insert_token", token_params(token, token_hash))
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        row = self._one("token_by_hash", {"token_hash": token_hash})
+        return token_from_row(row) if row else None
+
+    def list_tokens(self, principal: str) -> list[TokenRecord]:
+        return [token_from_row(r) for r in self._all("list_tokens", {"principal": principal})]
+
+    def revoke_token(self, principal: str, token_id: str, at: str) -> bool:
+        if not self._valid_id(token_id):
+            return False
+        params = {"principal": principal, "id": token_id, "at": at}
+        return self._exec("revoke_token", params).rowcount == 1
+
+    def touch_token(self, token_id: str, at: str) -> None:
+        self._exec("touch_token", {"id": token_id, "at": at})
+
+    def bindings_for(self, principal: str) -> list[Binding]:
+        rows = self._all("bindings_for", {"principal": principal})
+        return [Binding(r["org"], r["pattern"], r["role"]) for r in rows]
+
+    def memberships(self, principal: str) -> list[Membership]:
+        return [membership_from_row(r) for r in self._all("memberships", {"principal": principal})]
+
+    def org_members(self, org: str) -> list[Membership]:
+        return [membership_from_row(r) for r in self._all("org_members", {"org": org})]
+
+    def set_member(self, org: str, member: str, role: str, at: str) -> None:
+        self._exec("set_member", {"org": org, "member": member, "role": role, "at": at})
+
+    def remove_member(self, org: str, member: str) -> bool:
+        return self._exec("remove_member", {"org": org, "member": member}).rowcount == 1
+
+    def insert_invite(self, invite: Invite, code_hash: str) -> None:
+        self._exec("insert_invite", invite_params(invite, code_hash))
+
+    def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
+        params = {"org": org, "pattern": pattern, "by": by, "at": at}
+        return self._exec("insert_binding", params).rowcount == 1
+
+    def delete_binding(self, org: str, pattern: str) -> bool:
+        return self._exec("delete_binding", {"org": org, "pattern": pattern}).rowcount == 1
+
+    def scopes_held_by_others(self, org: str, actor: str, likes: Sequence[str]) -> bool:
+        # PostgreSQL's definer function reads the actor from the session, not from here:
+        # ``actor`` is that same principal.
+        params = {"org": org, "actor": actor, "likes": self._array(likes)}
+        row = self._one("scopes_held_by_others", params)
+        return bool(row and row["held"])
+
+    def set_max_active(self, owner: str, limit: int) -> None:
+        self._exec("set_max_active", {"owner": owner, "limit": limit})
+
+    def count_request(self, token_id: str, principal: str, window: str) -> int:
+        params = {"token_id": token_id, "principal": principal, "window": window}
+        row = self._one("count_request", params)
+        assert row is not None
+        return int(row["requests"])
+
+    def scope_policies(self, owner: str, scopes: Sequence[str]) -> list[PolicyRow]:
+        rows = self._all("scope_policies", {"owner": owner, "scopes": self._array(scopes)})
+        return [
+            PolicyRow(r["scope"], r["revision_policy"], bool(r["require_review"])) for r in rows
+        ]
+
+    def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None:
+        self._exec("set_policy", policy_params(owner, policy, by=by, at=at))
