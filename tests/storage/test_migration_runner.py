@@ -132,6 +132,7 @@ def test_a_changed_applied_postgres_migration_is_refused(blank_database: str) ->
     assert "changed after it was applied" in err.value.message
 
 
+@pytest.mark.fresh_database  # it deletes a schema_migrations row: not a database to lend on
 def test_a_store_behind_its_migrations_is_refused_where_it_is_never_migrated(
     tmp_path: Path, pg_template: Template, pg_database: str
 ) -> None:
