@@ -28,7 +28,7 @@ from tests.migrating import pg_url
 from tests.pg import Template
 from tests.portable import header, import_lines, lesson, line
 from tests.serving import error_of, make_api
-from tests.test_mcp import Tools, run_mcp
+from tests.stdio import Tools, run_mcp
 from typer.testing import CliRunner
 
 from lorestore.auth.actor import local_actor, local_agent
@@ -463,7 +463,7 @@ def test_most_specific_binding_is_one_rule() -> None:
 
 
 def test_storage_imports_nothing_of_auth() -> None:
-    root = Path(__file__).parents[1] / "src" / "lorestore" / "storage"
+    root = Path(__file__).parents[2] / "src" / "lorestore" / "storage"
     for path in root.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "lorestore.auth" not in text, path

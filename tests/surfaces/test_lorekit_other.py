@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
 
-LOREKIT = Path(__file__).resolve().parents[2] / "shared" / "peers" / "lorekit-cli" / "bin"
+LOREKIT = Path(__file__).resolve().parents[3] / "shared" / "peers" / "lorekit-cli" / "bin"
 WRITTEN = {
     "global": "g",  # the control: a scope LoreKit places itself
     "Repo::Acme/App": "mixed-case",

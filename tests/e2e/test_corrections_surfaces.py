@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import Cli
-from tests.test_mcp import Tools, run_mcp
+from tests.stdio import Tools, run_mcp
 
 S = "repo::acme/app"
 WRONG = "Disable the flaky payment test when CI is red"

@@ -7,9 +7,7 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,51 +16,12 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
+from tests.stdio import EXE, Tools, run_mcp
 
 from lorestore.operations import on_surface
 from lorestore.transports.mcp.server import tool_definitions
 
 S = "repo::acme/app"
-EXE = str(Path(sys.executable).parent / "lorestore")
-
-
-class Tools:
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def ok(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(name, arguments)
-        assert not result.is_error, result.structured_content
-        assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
-        payload: dict[str, Any] = result.structured_content
-        return payload
-
-    async def error(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(name, arguments)
-        assert result.is_error
-        body: dict[str, Any] = result.structured_content["error"]
-        return body
-
-
-def run_mcp(
-    home: Path,
-    scenario: Callable[[Tools], Awaitable[None]],
-    *,
-    cwd: Path | None = None,
-    **env: str,
-) -> None:
-    params = StdioServerParameters(
-        command=EXE,
-        args=["mcp"],
-        env={"LORESTORE_HOME": str(home), "PATH": os.environ.get("PATH", ""), **env},
-        cwd=cwd,
-    )
-
-    async def main() -> None:
-        async with Client(params) as client:
-            await scenario(Tools(client))
-
-    anyio.run(main)
 
 
 def test_tools_are_the_catalog_with_schemas(home: Path) -> None:
@@ -278,8 +237,7 @@ def test_a_server_started_outside_a_checkout_takes_its_git_context_from_the_root
     silently left out every repository lesson. The client's roots name the work tree; without
     them (the control) the answer says that no repository was known."""
     import mcp_types as types
-    from mcp.client.stdio import StdioServerParameters
-    from tests.test_recall_surfaces import make_work_tree
+    from tests.gitrepo import make_work_tree
 
     tree = make_work_tree(tmp_path, monkeypatch)
     elsewhere = tmp_path / "elsewhere"

@@ -15,7 +15,7 @@ from lorestore.config import DOCUMENTED_VARIABLES
 from lorestore.operations import CATALOG, on_surface
 from lorestore.transports.mcp.server import result_schema, tool_definitions
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 
@@ -94,7 +94,7 @@ def test_every_setting_is_documented_and_read_only_in_config() -> None:
 def test_streaming_operations_move_bulk_data_over_rest_and_the_cli_only() -> None:
     """Export and import are declared once, like every operation, but carried by hand-written
     adapters; DESIGN §6 keeps them off MCP. The parity checks above cover their CLI fields,
-    tests/test_http.py their routes."""
+    tests/surfaces/test_http.py their routes."""
     streaming = {op.name: op for op in CATALOG if op.streaming}
     assert set(streaming) == {"memory_export", "memory_import"}
     for op in streaming.values():

@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli, CliResult
+from tests.gitrepo import make_work_tree
 from tests.serving import EXE, Server, base_env
-from tests.test_recall_surfaces import make_work_tree
 
 from lorestore.auth.actor import local_actor
 from lorestore.composition import build_service
@@ -132,7 +132,7 @@ def work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_remote_mcp(both: Both, scenario: Any, cwd: Path | None = None) -> None:
     """``lorestore mcp`` bridging to the server with an agent's write token (a person's
-    admin token is refused: tests/test_person_credential.py)."""
+    admin token is refused: tests/e2e/test_person_credential.py)."""
     made = both.remote("token", "create", "--name", "agent", "--permission", "write", "--json")
     agent = made.json()["token"]
     env = base_env(Path(os.devnull), LORESTORE_URL=both.server.url, LORESTORE_TOKEN=agent)

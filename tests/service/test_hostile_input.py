@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import Cli
-from tests.test_mcp import Tools, run_mcp
+from tests.stdio import Tools, run_mcp
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
@@ -268,7 +268,7 @@ def test_stdio_answers_a_call_holding_half_a_surrogate_pair(home: Path) -> None:
     import subprocess
     import threading
 
-    from tests.test_mcp import EXE
+    from tests.stdio import EXE
 
     def message(id_: int, method: str, params: dict[str, Any] | None = None) -> str:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}

@@ -1,7 +1,7 @@
 """Agents see only the tools they can use: over streamable HTTP a token is listed the tools
 its permission may call (a write token no review or admin tools, a read token no writes),
 an admin token every tool; a tool left off the list is still refused when called. The stdio
-agent's list is in tests/test_mcp.py; the remote bridge's, below."""
+agent's list is in tests/e2e/test_mcp.py; the remote bridge's, below."""
 
 from __future__ import annotations
 

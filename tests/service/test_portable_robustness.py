@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tests.conftest import Cli, Clock
 from tests.portable import LOCAL, export_lines, header, import_lines, lesson, line
-from tests.test_mcp import Tools, run_mcp
+from tests.stdio import Tools, run_mcp
 
 from lorestore.core.errors import LorestoreError
 from lorestore.models import AuditParams, NoParams, ReadParams, WriteParams

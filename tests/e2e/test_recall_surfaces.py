@@ -4,13 +4,13 @@ and never offer archived, expired, rejected or other-tenant lessons (each beside
 
 from __future__ import annotations
 
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from tests.conftest import Cli, Clock
-from tests.test_mcp import Tools, run_mcp
+from tests.gitrepo import git, make_work_tree
+from tests.stdio import Tools, run_mcp
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import WriteParams
@@ -20,31 +20,13 @@ from lorestore.storage.sqlite import SQLiteStore
 REPO = "repo::example/app"
 
 
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_work_tree(tmp_path, monkeypatch)
 
 
-def make_work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A committed repository of example/app with tests/conftest.py, as the current directory."""
-    root = tmp_path / "app"
-    (root / "tests").mkdir(parents=True)
-    (root / "tests" / "conftest.py").write_text("DATABASE = 'postgres'\n")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "remote", "add", "origin", "https://github.com/Example/App.git")
-    _git(root, "add", ".")
-    _git(root, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
-    monkeypatch.chdir(root)
-    return root
-
-
 def test_cli_fills_provenance_and_recalls_from_git(cli: Cli, work_tree: Path) -> None:
-    head = _git(work_tree, "rev-parse", "HEAD")
+    head = git(work_tree, "rev-parse", "HEAD")
     written = cli.ok(
         "write",
         REPO,
@@ -55,7 +37,7 @@ def test_cli_fills_provenance_and_recalls_from_git(cli: Cli, work_tree: Path) ->
     )["lesson"]
     assert written["source"]["repo"] == "example/app"
     assert (written["source"]["branch"], written["source"]["commit"]) == ("main", head)
-    blob = _git(work_tree, "hash-object", "tests/conftest.py")
+    blob = git(work_tree, "hash-object", "tests/conftest.py")
     assert written["depends_on"] == [{"path": "tests/conftest.py", "blob": blob}]
     cli.ok("policy", REPO, "--revision-policy", "files")
     result = cli.ok("recall", "--task", "run the integration tests")
@@ -146,7 +128,7 @@ def test_stdio_server_recalls_in_its_working_directory(
     run_mcp(home, agent, cwd=work_tree)
     source = captured["source"]
     assert isinstance(source, dict)
-    assert source["commit"] == _git(work_tree, "rev-parse", "HEAD")
+    assert source["commit"] == git(work_tree, "rev-parse", "HEAD")
     assert source["repo"] == "example/app"
 
 
@@ -156,7 +138,7 @@ def test_cli_recall_leaves_out_what_git_names_but_no_scope_can_hold(
     """Git accepts a 210-character branch, longer than a branch scope: derived from git it
     drops its rung and recall answers from the others; passed by the user it is refused."""
     long_branch = "feature/" + "x" * 202
-    _git(work_tree, "checkout", "-q", "-b", long_branch)
+    git(work_tree, "checkout", "-q", "-b", long_branch)
     cli.ok("write", REPO, "kept", "Run make lint before pushing.")
     result = cli.ok("recall", "--task", "push")
     assert result["context"]["ladder"] == [REPO, "global"]
@@ -171,7 +153,7 @@ def test_cli_recall_leaves_out_a_repository_name_no_scope_can_hold(
 ) -> None:
     """The owner/name of a remote URL that is no scope name (a "+") drops the repo
     and branch rungs; passed by the user, it is refused."""
-    _git(work_tree, "remote", "set-url", "origin", "https://git.example.com/example/app+plus.git")
+    git(work_tree, "remote", "set-url", "origin", "https://git.example.com/example/app+plus.git")
     cli.ok("write", "global", "everywhere", "Read the README first.")
     derived = cli.ok("recall")
     assert derived["context"]["ladder"] == ["global"]
@@ -188,7 +170,7 @@ def test_cli_recall_in_a_checkout_without_a_remote_leaves_the_branch_out(
 ) -> None:
     """With no remote there is no repository, so git's branch forms no rung and is not
     reported as if it did; a branch passed without its repository is refused with the fix."""
-    _git(work_tree, "remote", "remove", "origin")
+    git(work_tree, "remote", "remove", "origin")
     cli.ok("write", "global", "everywhere", "Read the README first.")
     derived = cli.ok("recall")
     assert derived["context"]["ladder"] == ["global"]
@@ -224,10 +206,10 @@ def test_cli_depends_on_paths_are_relative_to_the_current_directory(
         "--depends-on",
         "./../sub/b.py=" + "0" * 40,
     )["lesson"]["depends_on"]
-    blob = {p: _git(work_tree, "hash-object", p) for p in ("README.md", "src/sub/README.md")}
+    blob = {p: git(work_tree, "hash-object", p) for p in ("README.md", "src/sub/README.md")}
     assert deps == [
         {"path": "src/sub/README.md", "blob": blob["src/sub/README.md"]},
-        {"path": "src/sub/a.py", "blob": _git(work_tree, "hash-object", "src/sub/a.py")},
+        {"path": "src/sub/a.py", "blob": git(work_tree, "hash-object", "src/sub/a.py")},
         {"path": "README.md", "blob": blob["README.md"]},
         {"path": "src/sub/b.py", "blob": "0" * 40},
     ]
@@ -259,8 +241,8 @@ def test_cli_recall_prints_the_fence_exactly_as_its_json_text(cli: Cli, work_tre
 
 
 def test_cli_reads_the_branch_by_its_name_when_a_tag_shares_it(cli: Cli, work_tree: Path) -> None:
-    _git(work_tree, "checkout", "-q", "-b", "feature")
-    _git(work_tree, "tag", "feature")  # `rev-parse --abbrev-ref HEAD` now says heads/feature
+    git(work_tree, "checkout", "-q", "-b", "feature")
+    git(work_tree, "tag", "feature")  # `rev-parse --abbrev-ref HEAD` now says heads/feature
     cli.ok("write", "branch::example/app::feature", "bk", "A lesson of the feature branch.")
     result = cli.ok("recall")
     assert result["context"]["branch"] == "feature"
@@ -272,14 +254,14 @@ def test_cli_recall_reads_git_where_its_cwd_says(cli: Cli, work_tree: Path, tmp_
     a repository named by the caller is not given this checkout's branch or HEAD."""
     other = tmp_path / "lib"
     other.mkdir()
-    _git(other, "init", "-q", "-b", "trunk")
-    _git(other, "remote", "add", "origin", "git@github.com:example/lib.git")
+    git(other, "init", "-q", "-b", "trunk")
+    git(other, "remote", "add", "origin", "git@github.com:example/lib.git")
     (other / "x.py").write_text("x = 1\n")
-    _git(other, "add", ".")
-    _git(other, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "lib")
+    git(other, "add", ".")
+    git(other, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "lib")
     there = cli.ok("recall", "--cwd", str(other))["context"]
     assert (there["repo"], there["branch"]) == ("example/lib", "trunk")
-    assert there["revision"] == _git(other, "rev-parse", "HEAD")
+    assert there["revision"] == git(other, "rev-parse", "HEAD")
     here = cli.ok("recall")["context"]  # the control: this checkout
     assert (here["repo"], here["branch"]) == ("example/app", "main")
     named = cli.ok("recall", "--repo", "example/lib")["context"]
@@ -303,7 +285,7 @@ def test_cli_depends_on_names_a_file_whose_name_holds_an_equals_sign(
     cli: Cli, work_tree: Path
 ) -> None:
     (work_tree / "a=b.txt").write_text("x\n")
-    blob = _git(work_tree, "hash-object", "a=b.txt")
+    blob = git(work_tree, "hash-object", "a=b.txt")
     written = cli.ok("write", REPO, "eq", "A lesson.", "--depends-on", "a=b.txt")["lesson"]
     assert written["depends_on"] == [{"path": "a=b.txt", "blob": blob}]
     given = cli.ok("write", REPO, "eq2", "B lesson.", "--depends-on", f"a=b.txt={blob.upper()}")
@@ -313,7 +295,7 @@ def test_cli_depends_on_names_a_file_whose_name_holds_an_equals_sign(
 
 
 def test_cli_resolves_a_revision_named_by_a_ref(cli: Cli, work_tree: Path) -> None:
-    head = _git(work_tree, "rev-parse", "HEAD")
+    head = git(work_tree, "rev-parse", "HEAD")
     written = cli.ok("write", REPO, "k", "A lesson.", "--commit", "HEAD")["lesson"]
     assert written["source"]["commit"] == head  # not the text "HEAD", which never matches
     assert cli.ok("recall", "--revision", "main")["context"]["revision"] == head
@@ -336,7 +318,7 @@ def test_cli_recall_keeps_to_the_budget_it_is_given(cli: Cli, work_tree: Path) -
 def test_cli_fills_no_provenance_for_another_repositorys_lesson(cli: Cli, work_tree: Path) -> None:
     """A lesson written from this checkout for another repository's scope is not about this
     checkout's branch or commit: nothing of it is filled in."""
-    head = _git(work_tree, "rev-parse", "HEAD")
+    head = git(work_tree, "rev-parse", "HEAD")
     for scope in ("repo::other/thing", "branch::other/thing::main"):
         source = cli.ok("write", scope, "k", "About another repository.")["lesson"]["source"]
         assert (source.get("repo"), source.get("branch"), source.get("commit")) == (None,) * 3

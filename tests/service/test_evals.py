@@ -24,7 +24,7 @@ from lorestore.models import RecallParams, WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
 
-EVALS = Path(__file__).resolve().parents[1] / "evals"
+EVALS = Path(__file__).resolve().parents[2] / "evals"
 # One or two queries of each category, each answered in the top 5 on both backends today.
 SLICE = (
     "identifier-01",
