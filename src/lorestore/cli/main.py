@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -167,6 +166,8 @@ def mcp_command(
     """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts); with
     LORESTORE_URL and an agent's LORESTORE_TOKEN set, on that server. Your own `lorestore
     login` credential is never used here."""
+    import uuid
+
     from lorestore.transports.mcp.stdio import WorkTree, bridged_permissions, serve_stdio
     from lorestore.transports.mcp.stdio import announce as print_announcement
 
