@@ -30,10 +30,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, VENV_BIN, machine
+from common import HERE, ROOT, VENV_BIN, machine
 
 LOREKIT = ROOT.parent / "shared" / "peers" / "lorekit-cli" / "bin" / "lorekit.mjs"
-CALIBRATION = "import timeit;print(min(timeit.repeat('sum(range(1000))',number=2000,repeat=20))/2000*1e6)"
+CALIBRATION = (
+    "import timeit;print(min(timeit.repeat('sum(range(1000))',number=2000,repeat=20))/2000*1e6)"
+)
 REPO = "acme/widget"
 TASK = "change the build flags and the release guard"
 # (scope, key, value): the same lessons in both stores (LoreKit's files, imported by lorestore).
@@ -60,6 +62,9 @@ def subjects(lorestore: str, node: str) -> dict[str, tuple[list[str], list[str] 
         # LoreKit's list is its "what applies here" (scopes from git), the nearest to recall.
         "recall": ([lorestore, "recall", "--task", TASK], [*lk, "list"]),
         "mcp": ([lorestore, "mcp"], [*lk, "mcp"]),
+        # The floor of any server built on the Python SDK: its import and handshake, no tools
+        # of substance (benchmarks/bare_mcp_server.py).
+        "mcp-sdk": ([str(VENV_BIN / "python"), str(HERE / "bare_mcp_server.py")], None),
     }
 
 
@@ -118,9 +123,9 @@ def mcp_ready(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, int
         stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        client = {"name": "startup-bench", "version": "1"}
-        _send(proc, {"id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}})  # fmt: skip
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "startup-bench", "version": "1"}}  # fmt: skip
+        _send(proc, {"id": 1, "method": "initialize", "params": hello})
         _message(proc, 1)
         t1 = time.perf_counter_ns()
         _send(proc, {"method": "notifications/initialized"})
@@ -138,7 +143,7 @@ def mcp_ready(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, int
 
 
 def command_ns(argv: list[str], cwd: Path, env: dict[str, str]) -> int:
-    if argv[-1] == "mcp":
+    if argv[-1] in ("mcp", str(HERE / "bare_mcp_server.py")):
         return mcp_ready(argv, cwd, env)[1]
     t0 = time.perf_counter_ns()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
@@ -195,7 +200,8 @@ def summary(samples: dict[str, list[float]], names: list[str]) -> list[dict[str,
                 "lorekit_median_ms": statistics.median(theirs), "lorekit_p90_ms": pct(theirs, 90),
                 "lorekit_min_ms": min(theirs),
                 "ratio_of_medians": statistics.median(ours) / statistics.median(theirs),
-                "median_round_ratio": statistics.median(a / b for a, b in zip(ours, theirs)),
+                "median_round_ratio": statistics.median(
+                    a / b for a, b in zip(ours, theirs, strict=True)),
             }  # fmt: skip
         rows.append(row)
     return rows
@@ -214,12 +220,12 @@ def import_breakdown(stderr_text: str, top: int) -> dict[str, Any]:
         parts = name.split(".")
         by_package[".".join(parts[:2]) if parts[0] == "lorestore" else parts[0]] += self_us
         cumulative.append((cum_us, name))
-    total = sum(by_package.values())
+    packages = sorted(by_package.items(), key=lambda kv: -kv[1])[:top]
     return {
-        "total_ms": total / 1000,
-        "by_package_ms": {k: v / 1000 for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])[:top]},
+        "total_ms": sum(by_package.values()) / 1000,
+        "by_package_ms": {k: v / 1000 for k, v in packages},
         "top_cumulative_ms": {n: c / 1000 for c, n in sorted(cumulative, reverse=True)[:top]},
-    }  # fmt: skip
+    }
 
 
 def importtimes(
@@ -228,7 +234,7 @@ def importtimes(
 ) -> dict[str, Any]:  # fmt: skip
     out = {}
     for name, (argv, _) in commands.items():
-        if name == "--version":
+        if name in ("--version", "mcp-sdk"):
             continue
         traced = [str(VENV_BIN / "python"), "-X", "importtime", *argv]
         if name == "mcp":
@@ -265,11 +271,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--importtime", action="store_true", help="add -X importtime breakdowns")
     p.add_argument("--top", type=int, default=12, help="rows of each import breakdown (12)")
     p.add_argument("--json", type=Path, help="write every sample and the summary here")
+    p.add_argument(
+        "--lorestore",
+        default=str(VENV_BIN / "lorestore"),
+        help="the lorestore script to run (default: this checkout's .venv/bin/lorestore; with "
+        "PYTHONPATH, another revision's source can be measured the same way)",
+    )
     args = p.parse_args(argv)
     node = shutil.which("node")
     if node is None or not LOREKIT.exists():
         p.error(f"needs node on PATH and LoreKit's CLI at {LOREKIT}")
-    lorestore = str(VENV_BIN / "lorestore")
+    lorestore = args.lorestore
     commands = subjects(lorestore, node)
     if args.only:
         commands = {k: v for k, v in commands.items() if k in args.only.split(",")}
