@@ -9,12 +9,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 from lorestore.config import columns_given
 from lorestore.core.errors import LorestoreError
 
 if TYPE_CHECKING:  # Rich costs a CLI start tens of milliseconds: imported when printing
+    import typer
     from rich.console import Console
 
     from lorestore.models import Result
@@ -87,6 +86,8 @@ def render_error(console: Console, error: LorestoreError) -> None:
 def failure(error: LorestoreError, as_json: bool) -> typer.Exit:
     """Report an error on stderr (JSON with ``--json``) and the exit to raise: status 2 for
     bad input, 1 for anything else."""
+    import typer
+
     if as_json:
         print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
     else:
