@@ -5,7 +5,6 @@ server (cli/stdio.py) with the same output and exit status. Every other one goes
 
 from __future__ import annotations
 
-import os
 import sys
 
 
@@ -16,12 +15,14 @@ def main() -> None:
 
         print(f"lorestore {__version__}")
         return
-    # A shell completion request (Typer's _LORESTORE_COMPLETE) is the tree's to answer.
-    if args == ["mcp"] and "_LORESTORE_COMPLETE" not in os.environ:
-        from lorestore.cli.stdio import main_mcp
+    if args == ["mcp"]:
+        from lorestore.config import completion_requested
 
-        main_mcp()
-        return
+        if not completion_requested():
+            from lorestore.cli.stdio import main_mcp
+
+            main_mcp()
+            return
     from lorestore.cli.main import main as run
 
     run()

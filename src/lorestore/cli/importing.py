@@ -19,7 +19,6 @@ from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
 from lorestore.core.errors import CAP_HINT, LorestoreError
 from lorestore.operations import BY_NAME
-from lorestore.portable import lorekit
 from lorestore.portable.jsonl import Incoming, encode, read_records
 from lorestore.portable.models import LISTED, ImportParams, ImportResult, Problem
 
@@ -91,6 +90,8 @@ class _Source:
 
 def _sources(params: ImportParams, paths: list[Path]) -> _Source:
     if params.format == "lorekit":
+        from lorestore.portable import lorekit
+
         roots = paths or lorekit.default_tiers(Path.home(), _repo_root())
         if not roots:
             raise LorestoreError(
@@ -122,6 +123,8 @@ def _repo_root() -> Path | None:
 
 
 def _tree_records(roots: list[Path]) -> Iterator[Incoming]:
+    from lorestore.portable import lorekit
+
     for root in roots:
         if not root.is_dir():
             raise LorestoreError("invalid_argument", f"there is no LoreKit directory {root}")

@@ -20,12 +20,13 @@ from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import BY_NAME
-from lorestore.portable import lorekit
 from lorestore.portable.jsonl import is_header, read_records
 from lorestore.portable.models import ExportParams, ExportSummary
 
-if TYPE_CHECKING:  # Rich is imported when something is printed
+if TYPE_CHECKING:  # Rich and the LoreKit format are imported when used
     from rich.console import Console
+
+    from lorestore.portable import lorekit
 
 CHUNK = 1024 * 1024
 Advance = Callable[[int], None]
@@ -181,6 +182,8 @@ def _write(
 
     if params.format == "lorekit":
         assert path is not None
+        from lorestore.portable import lorekit
+
         writer = lorekit.TreeWriter(path)
 
         def readable() -> Iterator[dict[str, Any]]:
