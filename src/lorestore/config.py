@@ -181,6 +181,12 @@ def columns_given(env: Mapping[str, str] | None = None) -> bool:
     return env.get("COLUMNS", "").strip().isdigit()
 
 
+def completion_requested(env: Mapping[str, str] | None = None) -> bool:
+    """Whether the shell asks for completions (Typer's ``_LORESTORE_COMPLETE``), which only
+    the command tree answers."""
+    return "_LORESTORE_COMPLETE" in (os.environ if env is None else env)
+
+
 def _user(raw: str) -> str:
     name = raw.strip().lower().removeprefix("user:")
     if not re.match(r"^[a-z0-9][a-z0-9._-]{0,62}$", name):

@@ -71,7 +71,7 @@ class Params(BaseModel):
     argument may be a boolean (pydantic's lax mode would read ``true`` as 1). Numeric strings
     stay accepted, because REST query parameters arrive as text."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -131,7 +131,7 @@ class DependencyRef(BaseModel):
 
 
 class Result(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     def found_fault(self) -> bool:
         """Whether the answer reports a fault (a check that failed): the CLI then exits 1

@@ -8,7 +8,7 @@ carry it, and how the CLI spells it. Surfaces never hand-write an operation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import ValidationError
 
@@ -68,7 +68,9 @@ from lorestore.models import (
     WriteResult,
 )
 from lorestore.portable.models import ExportParams, ExportSummary, ImportParams, ImportResult
-from lorestore.service import LessonService
+
+if TYPE_CHECKING:  # the catalog is read by --help; the service is imported where it runs
+    from lorestore.service import LessonService
 
 Surface = Literal["mcp", "rest", "cli"]
 CLI_GROUPS = {

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from lorestore.auth.actor import Actor
-from lorestore.config import Settings
-from lorestore.gitinfo import GIT_OPERATIONS, blob_hashes, fill_from_git, git_context
 from lorestore.models import Params, RecallResult, Result
 from lorestore.operations import Operation
-from lorestore.service import LessonService
+
+if TYPE_CHECKING:  # imported by the commands that open a store, not by every CLI start
+    from lorestore.auth.actor import Actor
+    from lorestore.config import Settings
+    from lorestore.service import LessonService
 
 
 class Backend(Protocol):
@@ -55,6 +56,8 @@ def with_git_context(invoke: Invoke, cwd: str | Callable[[], str]) -> Invoke:
     remotely), never overriding what the caller passed, so that a host needs to pass
     nothing; a recall whose answer holds files the server could not hash is asked again
     with their blobs."""
+    from lorestore.gitinfo import GIT_OPERATIONS, fill_from_git
+
     folder = cwd if callable(cwd) else lambda: cwd
 
     def invoke_in_context(op: Operation, params: Params) -> Result:
@@ -76,6 +79,8 @@ def _recall_with_blobs(
     ``file_unknown:PATH`` when it was not given the blob: hash those files here, in the
     recall's working directory, and recall once more with their blobs. The second answer is
     returned; both recalls are logged, each with its own recall_id."""
+    from lorestore.gitinfo import blob_hashes, git_context
+
     unknown = sorted(
         {
             reason.removeprefix(FILE_UNKNOWN)

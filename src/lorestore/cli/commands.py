@@ -24,7 +24,6 @@ from lorestore.cli.render import failure
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Source
 from lorestore.core.validation import MAX_VALUE_BYTES
-from lorestore.gitinfo import repo_path
 from lorestore.operations import Operation
 
 _SINGULAR = {"tags": "tag", "scopes": "scope", "orgs": "org"}
@@ -221,6 +220,8 @@ def _dependency(item: str) -> dict[str, str]:
             f"--depends-on {item!r} is not PATH or PATH=BLOB",
             hint="e.g. --depends-on tests/conftest.py",
         )
+    from lorestore.gitinfo import repo_path
+
     path = repo_path(os.getcwd(), path)
     return {"path": path, "blob": blob.lower()} if blob else {"path": path}
 
@@ -235,6 +236,8 @@ def _blob(item: str) -> tuple[str, str | None]:
             f"--blob {item!r} is not PATH=BLOB or PATH=",
             hint="e.g. --blob tests/conftest.py=$(git hash-object tests/conftest.py)",
         )
+    from lorestore.gitinfo import repo_path
+
     return repo_path(os.getcwd(), path, "--blob"), blob.lower() or None
 
 

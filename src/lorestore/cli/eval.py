@@ -14,31 +14,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 
 from lorestore.cli.render import make_console
-from lorestore.composition import open_database
 from lorestore.core.errors import LorestoreError
-from lorestore.evaluation.cases import EvalSet, load_set
-from lorestore.evaluation.report import (
-    Run,
-    forbidden_total,
-    render,
-    report,
-    shortfalls,
-    split_runs,
-)
-from lorestore.evaluation.runner import run_eval
-from lorestore.storage.protocol import Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the eval's machinery is imported when it runs, not by every CLI start
     from psycopg import sql
+
+    from lorestore.evaluation.cases import EvalSet
+    from lorestore.evaluation.report import Run
+    from lorestore.storage.protocol import Store
 
 BACKENDS = ("sqlite", "postgres")
 
 
 @contextmanager
 def sqlite_store() -> Iterator[Store]:
+    from lorestore.composition import open_database
+
     with tempfile.TemporaryDirectory(prefix="lorestore-eval-") as tmp:
         store = open_database(f"sqlite:///{Path(tmp) / 'eval.db'}")
         try:
@@ -64,6 +57,7 @@ def postgres_store(admin_url: str) -> Iterator[Store]:
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+    from lorestore.composition import open_database
     from lorestore.storage.postgres.setup import init_database
 
     name = f"lorestore_eval_{uuid.uuid4().hex[:12]}"
@@ -102,6 +96,9 @@ def fresh_store(backend: str, database_url: str | None) -> Iterator[Store]:
 
 def evaluate(evalset: EvalSet, backends: list[str], database_url: str | None) -> list[Run]:
     """Run the set on each backend, each time into a fresh, empty store."""
+    from lorestore.evaluation.report import split_runs
+    from lorestore.evaluation.runner import run_eval
+
     runs: list[Run] = []
     for backend in backends:
         with fresh_store(backend, database_url) as store:
@@ -123,6 +120,10 @@ def _backends(chosen: list[str] | None, database_url: str | None) -> list[str]:
 
 
 def _load(data: Path, categories: list[str], ids: list[str]) -> EvalSet:
+    from pydantic import ValidationError
+
+    from lorestore.evaluation.cases import load_set
+
     try:
         evalset = load_set(data)
     except (OSError, ValueError, ValidationError) as exc:
@@ -175,6 +176,8 @@ def eval_command(
 ) -> None:
     """Measure retrieval on the committed eval set: recall@5, MRR, nDCG@10 and the
     forbidden-hit rate per backend, handler (memory_search, memory_recall) and category."""
+    from lorestore.evaluation.report import forbidden_total, render, report, shortfalls
+
     try:
         for name, floor in (("--min-recall", min_recall), ("--min-mrr", min_mrr)):
             if floor is not None and not 0 <= floor <= 1:

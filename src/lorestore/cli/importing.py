@@ -10,22 +10,20 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from lorestore.cli.portable import CHUNK, Advance, err_console, progress, remote_client, the_actor
 from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
 from lorestore.core.errors import CAP_HINT, LorestoreError
-from lorestore.gitinfo import git_context
 from lorestore.operations import BY_NAME
-from lorestore.portable import lorekit
 from lorestore.portable.jsonl import Incoming, encode, read_records
 from lorestore.portable.models import LISTED, ImportParams, ImportResult, Problem
+
+if TYPE_CHECKING:  # Rich is imported when something is printed
+    from rich.console import Console
 
 
 def import_command(
@@ -92,6 +90,8 @@ class _Source:
 
 def _sources(params: ImportParams, paths: list[Path]) -> _Source:
     if params.format == "lorekit":
+        from lorestore.portable import lorekit
+
         roots = paths or lorekit.default_tiers(Path.home(), _repo_root())
         if not roots:
             raise LorestoreError(
@@ -116,11 +116,15 @@ def _sources(params: ImportParams, paths: list[Path]) -> _Source:
 
 
 def _repo_root() -> Path | None:
+    from lorestore.gitinfo import git_context
+
     context = git_context(os.getcwd())
     return Path(context.root) if context else None
 
 
 def _tree_records(roots: list[Path]) -> Iterator[Incoming]:
+    from lorestore.portable import lorekit
+
     for root in roots:
         if not root.is_dir():
             raise LorestoreError("invalid_argument", f"there is no LoreKit directory {root}")
@@ -236,6 +240,8 @@ class _ProblemPrinter:
         self._seen: Counter[str] = Counter()
 
     def __call__(self, problem: Problem) -> None:
+        from rich.markup import escape
+
         self._seen[problem.code] += 1
         if self._seen[problem.code] > self.PER_CODE:
             return
@@ -247,6 +253,8 @@ class _ProblemPrinter:
         )
 
     def summarise(self) -> None:
+        from rich.markup import escape
+
         for code, count in self._seen.items():
             if count > self.PER_CODE:
                 self._console.print(
@@ -259,6 +267,8 @@ class _ProblemPrinter:
 
 
 def _render_result(console: Console, result: ImportResult) -> None:
+    from rich.table import Table
+
     verb = "would add" if result.dry_run else "added"
     table = Table(title=f"import ({result.format}{', dry run' if result.dry_run else ''})")
     for column in ("records", verb, "unchanged", "differs", "refused"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -15,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from lorestore import __version__
-from lorestore.auth.actor import local_actor, local_agent
+from lorestore.auth.actor import local_actor
 from lorestore.cli.backend import open_backend, with_git_context
 from lorestore.cli.commands import build_command, default_action
 from lorestore.cli.db import db_app
@@ -167,31 +166,12 @@ def mcp_command(
     """Serve the MCP tools over stdio (for Claude Code, Cursor, Codex and other hosts); with
     LORESTORE_URL and an agent's LORESTORE_TOKEN set, on that server. Your own `lorestore
     login` credential is never used here."""
-    from lorestore.transports.mcp.stdio import WorkTree, bridged_permissions, serve_stdio
-    from lorestore.transports.mcp.stdio import announce as print_announcement
+    from lorestore.cli.stdio import serve_mcp
 
     try:
-        settings = load_settings(use_login=False)
-        # A person who typed `lorestore mcp` at a terminal would otherwise see nothing at all.
-        if announce or sys.stdin.isatty():
-            print_announcement(settings)
-        # One server process serves one agent session: its writes share a session id so that
-        # recurrence counts sessions, not calls.
-        session = settings.session or f"mcp-{uuid.uuid4()}"
-        agent = local_agent(principal=settings.principal, session=session, agent=settings.agent)
-        backend = open_backend(settings, agent)
+        serve_mcp(announce=announce, allow_person_token=allow_person_token)
     except LorestoreError as error:
         raise _fail(error, False) from None
-    try:
-        permissions = agent.permissions
-        if settings.remote:  # the token's rights, not the local agent's, decide there
-            permissions = bridged_permissions(backend.invoke, allow_person_token=allow_person_token)
-        tree = WorkTree(os.getcwd())
-        serve_stdio(with_git_context(backend.invoke, tree.path), permissions, tree)
-    except LorestoreError as error:
-        raise _fail(error, False) from None
-    finally:
-        backend.close()
 
 
 @app.command("serve")

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-from rich.table import Table
 
 from lorestore.cli.render import make_console, render_error
 from lorestore.core.errors import LorestoreError
-from lorestore.storage.transfer import TransferReport, migrate_store
+
+if TYPE_CHECKING:  # the copy and its progress bar are imported when a copy runs
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    from lorestore.storage.transfer import TransferReport
 
 _URL_RULE = (
     "sqlite:///PATH, or postgresql://ROLE@HOST:PORT/DB as a role that bypasses row-level "
@@ -79,6 +80,10 @@ def migrate_command(
 
 
 def _run(source: str, target: str, *, dry_run: bool, show_progress: bool) -> TransferReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from lorestore.storage.transfer import migrate_store
+
     console = make_console(stderr=True)
     if not (show_progress and console.is_terminal):
         return migrate_store(source, target, dry_run=dry_run)
@@ -92,6 +97,9 @@ def _run(source: str, target: str, *, dry_run: bool, show_progress: bool) -> Tra
 
 
 def _render(console: Console, report: TransferReport) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     verb = "would copy" if report.dry_run else "copied"
     table = Table(title=f"{escape(report.source)} -> {escape(report.target)}")
     for column in ("table", "source", verb, "present", "differs", "refused"):

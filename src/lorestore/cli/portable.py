@@ -11,21 +11,22 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn
 
 from lorestore.auth.actor import local_actor
 from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import BY_NAME
-from lorestore.portable import lorekit
 from lorestore.portable.jsonl import is_header, read_records
 from lorestore.portable.models import ExportParams, ExportSummary
+
+if TYPE_CHECKING:  # Rich and the LoreKit format are imported when used
+    from rich.console import Console
+
+    from lorestore.portable import lorekit
 
 CHUNK = 1024 * 1024
 Advance = Callable[[int], None]
@@ -38,6 +39,8 @@ def err_console() -> Console:
 @contextmanager
 def progress(label: str, total: int | None, enabled: bool) -> Iterator[Advance]:
     """A Rich progress bar on stderr when it is a terminal; ``total`` None: a running count."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn
+
     console = err_console()
     if not (enabled and console.is_terminal):
         yield lambda n: None
@@ -179,6 +182,8 @@ def _write(
 
     if params.format == "lorekit":
         assert path is not None
+        from lorestore.portable import lorekit
+
         writer = lorekit.TreeWriter(path)
 
         def readable() -> Iterator[dict[str, Any]]:
@@ -257,6 +262,8 @@ def _print_summary(summary: ExportSummary, as_json: bool, to_stdout: bool) -> No
     if as_json:
         print(summary.model_dump_json(indent=2), file=sys.stderr if to_stdout else sys.stdout)
         return
+    from rich.markup import escape
+
     console = err_console() if to_stdout else make_console()
     parts = [f"{summary.lessons} lessons", f"{summary.tombstones} tombstones"]
     parts += [f"{summary.scope_policies} scope policies", f"{summary.unknown} unknown records"]

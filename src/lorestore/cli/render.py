@@ -1,57 +1,22 @@
-"""Rich output for people: one small renderer per result type. ``--json`` bypasses this and
+"""What the CLI prints for people, and how it reports an error: the console, the exit status
+of a failure, the line a state change prints. The renderer of each result type lives in
+cli/renderers.py, imported (with Rich) only when a result is shown; ``--json`` bypasses both and
 prints the result model as is."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import Any
-
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from lorestore.config import columns_given
 from lorestore.core.errors import LorestoreError
-from lorestore.core.recall import show_controls
-from lorestore.core.records import Lesson
-from lorestore.models import (
-    AuditResult,
-    AuditVerifyResult,
-    DeleteResult,
-    ExplainResult,
-    HistoryResult,
-    LessonResult,
-    ListResult,
-    OrgBindingResult,
-    OrgInfo,
-    OrgInviteResult,
-    OrgListResult,
-    OrgMembersResult,
-    PolicyResult,
-    PurgeResult,
-    RecallResult,
-    Result,
-    ReviewQueueResult,
-    ScopesResult,
-    SearchResult,
-    TokenCreateResult,
-    TokenInfo,
-    TokenListResult,
-    WriteResult,
-)
 
-_TRUST_STYLE = {
-    "verified": "green",
-    "corroborated": "cyan",
-    "candidate": "yellow",
-    "disputed": "magenta",
-    "rejected": "red",
-}
+if TYPE_CHECKING:  # Rich costs a CLI start tens of milliseconds: imported when printing
+    import typer
+    from rich.console import Console
 
+    from lorestore.models import Result
 
 # Without a terminal (a pipe, a file) Rich lays output out for 80 columns, cutting table cells
 # (ids, times, scopes) and breaking the commands a reader copies in two: piped, the width is
@@ -61,280 +26,12 @@ PIPED_WIDTH = 200
 
 def make_console(*, stderr: bool = False) -> Console:
     """The console the CLI prints people's output with (stdout, or stderr)."""
+    from rich.console import Console
+
     made = Console(stderr=stderr, emoji=False)
     if not made.is_terminal and not columns_given():
         made.width = PIPED_WIDTH
     return made
-
-
-def _excerpt(text: str, width: int = 80) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def _trust(lesson: Lesson) -> str:
-    return f"[{_TRUST_STYLE[lesson.trust]}]{lesson.trust}[/]"
-
-
-def _write(c: Console, r: WriteResult) -> None:
-    lesson = r.lesson
-    c.print(
-        f"[bold]{r.result}[/] {escape(lesson.scope)} / {escape(lesson.key)} "
-        f"(v{lesson.version}, {_trust(lesson)}, seen {lesson.seen_count})"
-    )
-
-
-def _lesson(c: Console, r: LessonResult) -> None:
-    lesson = r.lesson
-    meta = [f"v{lesson.version}", _trust(lesson), f"seen {lesson.seen_count}"]
-    if lesson.tags:
-        meta.append("tags: " + ", ".join(escape(t) for t in lesson.tags))
-    if lesson.expires_at:
-        meta.append(f"expires {lesson.expires_at}")
-    if lesson.pending_revision:
-        meta.append("[bold]revision pending review[/]")
-    body = escape(lesson.value) + "\n\n[dim]" + " · ".join(meta)
-    body += f"\nupdated {lesson.updated_at} · id {lesson.id}[/]"
-    title = f"{escape(lesson.scope)} / {escape(lesson.key)}"
-    c.print(Panel(body, title=title, title_align="left", expand=False))
-
-
-def _history(c: Console, r: HistoryResult) -> None:
-    title = escape(f"{r.scope} / {r.key} ({r.status}, {r.trust})")
-    table = Table("v", "state", "recorded", "actor", "value", title=title)
-    for v in r.versions:
-        table.add_row(str(v.version), v.state, v.recorded_at, v.actor, escape(_excerpt(v.value)))
-    c.print(table)
-
-
-def _list(c: Console, r: ListResult) -> None:
-    table = Table("key", "trust", "v", "tags", "updated", "value")
-    for lesson in r.lessons:
-        table.add_row(
-            escape(lesson.key),
-            _trust(lesson),
-            str(lesson.version),
-            escape(",".join(lesson.tags)),
-            lesson.updated_at,
-            escape(_excerpt(lesson.value, 60)),
-        )
-    c.print(table if r.lessons else "[dim]no lessons[/]")
-    if r.next_cursor:
-        c.print(f"[dim]more: --cursor {r.next_cursor}[/]")
-
-
-def _search(c: Console, r: SearchResult) -> None:
-    table = Table("score", "scope", "key", "trust", "snippet")
-    for hit in r.hits:
-        table.add_row(
-            f"{hit.score:.3g}",
-            escape(hit.lesson.scope),
-            escape(hit.lesson.key),
-            _trust(hit.lesson),
-            escape(_excerpt(hit.snippet, 70)),
-        )
-    c.print(table if r.hits else "[dim]no matches[/]")
-
-
-def _scopes(c: Console, r: ScopesResult) -> None:
-    table = Table("owner", "scope", "active", "archived", "expired", "rejected")
-    for s in r.scopes:
-        table.add_row(
-            escape(s.owner),
-            escape(s.scope),
-            str(s.active),
-            str(s.archived),
-            str(s.expired),
-            str(s.rejected),
-        )
-    c.print(table if r.scopes else "[dim]no lessons yet[/]")
-
-
-def _audit(c: Console, r: AuditResult) -> None:
-    table = Table("id", "at", "actor", "action", "scope", "key", "version")
-    for e in r.events:
-        versions = f"{e.before_version or '-'} → {e.after_version or '-'}"
-        table.add_row(
-            str(e.id),
-            e.at,
-            escape(e.actor),
-            e.action,
-            escape(e.scope or ""),
-            escape(e.key or ""),
-            versions,
-        )
-    c.print(table)
-    if r.next_cursor:
-        c.print(f"[dim]more: --cursor {r.next_cursor}[/]")
-
-
-def _audit_verify(c: Console, r: AuditVerifyResult) -> None:
-    for chain in r.chains:
-        state = "[green]intact[/]" if chain.ok else f"[red]broken at event {chain.first_break}[/]"
-        c.print(f"{escape(chain.owner)}: {chain.events} events, {state}")
-
-
-def _review_queue(c: Console, r: ReviewQueueResult) -> None:
-    table = Table("why", "scope", "key", "trust", "seen", "value")
-    for item in r.items:
-        shown = item.proposed.value if item.proposed else item.lesson.value
-        table.add_row(
-            item.reason,
-            escape(item.lesson.scope),
-            escape(item.lesson.key),
-            _trust(item.lesson),
-            str(item.lesson.seen_count),
-            escape(_excerpt(shown, 60)),
-        )
-    c.print(table if r.items else "[dim]nothing awaits review[/]")
-
-
-def _token_created(c: Console, r: TokenCreateResult) -> None:
-    c.print(f"[bold]{escape(r.token)}[/]")
-    c.print(
-        f"[dim]token {r.info.id} ({r.info.permission}) for {escape(r.info.principal)}: "
-        "shown once, stored only as a hash. Send it as `Authorization: Bearer <token>`.[/]"
-    )
-
-
-def _tokens(c: Console, r: TokenListResult | TokenInfo) -> None:
-    tokens = r.tokens if isinstance(r, TokenListResult) else [r]
-    table = Table("id", "name", "prefix", "permission", "scopes", "expires", "state")
-    for t in tokens:
-        state = "revoked" if t.revoked_at else f"last used {t.last_used_at or 'never'}"
-        table.add_row(
-            t.id,
-            escape(t.name),
-            t.prefix + "…",
-            t.permission,
-            escape(", ".join(t.scopes or ["any"])),
-            t.expires_at or "never",
-            state,
-        )
-    c.print(table)
-
-
-def _recall(c: Console, r: RecallResult) -> None:
-    # The block is copied verbatim: no markup, no emoji codes (":warning:"), no highlighting.
-    c.print(r.text, markup=False, emoji=False, highlight=False, soft_wrap=True)
-    if r.held:
-        table = Table("held", "scope", "key", "trust", title="held back")
-        for h in r.held:
-            table.add_row(escape(", ".join(h.reasons)), escape(h.scope), escape(h.key), h.trust)
-        c.print(table)
-    c.print(
-        f"[dim]{len(r.offered)} offered, {len(r.held)} held, "
-        f"{r.tokens_used}/{r.context.budget} tokens · lorestore explain {r.recall_id}[/]"
-    )
-    if r.context.repo is None:
-        c.print(
-            "[yellow]no repository[/]: not in a git checkout with a usable remote, and no "
-            "--repo, so no repo or branch lessons were considered (run it in the checkout, or "
-            "pass --repo OWNER/NAME)",
-            highlight=False,
-        )
-
-
-def _explain(c: Console, r: ExplainResult) -> None:
-    table = Table(
-        "decision",
-        "scope",
-        "key",
-        "v",
-        "reasons",
-        title=f"recall {r.recall_id} at {r.at} by {escape(r.actor)}",
-    )
-    for decision, rows in (("[green]offered[/]", r.offered), ("[yellow]held[/]", r.held)):
-        for item in rows:
-            table.add_row(
-                decision,
-                escape(item.scope),
-                escape(item.key),
-                str(item.version),
-                escape(", ".join(item.reasons)),
-            )
-    c.print(table)
-
-
-def _policy(c: Console, r: PolicyResult) -> None:
-    where = f" (inherited from {r.inherited_from})" if r.inherited_from else ""
-    review = "required" if r.require_review else "not required"
-    c.print(
-        f"{escape(r.scope)} ({escape(r.owner)}): revision {r.revision_policy}, "
-        f"review {review}{where}"
-    )
-
-
-def _org(c: Console, r: OrgInfo) -> None:
-    c.print(f"{escape(r.org)}: you are {r.role}")
-
-
-def _orgs(c: Console, r: OrgListResult) -> None:
-    for org in r.orgs:
-        _org(c, org)
-    if not r.orgs:
-        c.print("[dim]you belong to no org[/]")
-
-
-def _members(c: Console, r: OrgMembersResult) -> None:
-    table = Table("member", "role", "since", title=escape(r.org))
-    for m in r.members:
-        table.add_row(escape(m.member), m.role, m.since)
-    c.print(table)
-
-
-def _invite(c: Console, r: OrgInviteResult) -> None:
-    c.print(f"[bold]{escape(r.code)}[/]")
-    c.print(
-        f"[dim]invite for {escape(r.invitee)} to {escape(r.org)} as {r.role}, until "
-        f"{r.expires_at}; shown once. They run: lorestore org accept CODE[/]"
-    )
-
-
-def _binding(c: Console, r: OrgBindingResult) -> None:
-    verb = "bound to" if r.bound else "unbound from"
-    c.print(f"{escape(r.pattern)} {verb} {escape(r.org)}")
-    if r.own_lessons_routed:
-        c.print(
-            f"[yellow]note[/]: {r.own_lessons_routed} lesson(s) of your own sit at scopes "
-            f"{escape(r.pattern)} covers; reads and writes there now go to {escape(r.org)}, so "
-            "they are out of your reach (kept, not deleted) until it is unbound",
-            highlight=False,
-        )
-
-
-def _delete(c: Console, r: DeleteResult) -> None:
-    c.print(f"deleted {escape(r.scope)} / {escape(r.key)}: {r.versions_erased} version(s) erased")
-
-
-def _purge(c: Console, r: PurgeResult) -> None:
-    c.print(f"purged {r.purged} lesson(s)")
-
-
-RENDERERS: dict[type[Result], Callable[[Console, Any], None]] = {
-    WriteResult: _write,
-    LessonResult: _lesson,
-    HistoryResult: _history,
-    ListResult: _list,
-    SearchResult: _search,
-    ScopesResult: _scopes,
-    AuditResult: _audit,
-    AuditVerifyResult: _audit_verify,
-    ReviewQueueResult: _review_queue,
-    TokenCreateResult: _token_created,
-    TokenListResult: _tokens,
-    TokenInfo: _tokens,
-    RecallResult: _recall,
-    ExplainResult: _explain,
-    PolicyResult: _policy,
-    OrgInfo: _org,
-    OrgListResult: _orgs,
-    OrgMembersResult: _members,
-    OrgInviteResult: _invite,
-    OrgBindingResult: _binding,
-    DeleteResult: _delete,
-    PurgeResult: _purge,
-}
 
 
 # What a command that changes a lesson's state did, said before the lesson is shown (the
@@ -359,12 +56,18 @@ def confirmation(operation: str, params: Any) -> str | None:
         done = {"verified": "revision accepted", "rejected": "revision rejected"}.get(
             done, "revisions' rejections lifted"
         )
+    from rich.markup import escape
+
+    from lorestore.core.recall import show_controls
+
     where = f"{getattr(params, 'scope', '')} / {getattr(params, 'key', '')}"
     return f"[green]{done}[/]: {escape(show_controls(where))}"
 
 
 def render(console: Console, result: Result) -> None:
-    result = _shown(result)
+    from lorestore.cli.renderers import RENDERERS, shown
+
+    result = shown(result)
     renderer = RENDERERS.get(type(result))
     if renderer is None:  # a result without a renderer of its own is still shown, as JSON
         console.print_json(result.model_dump_json())
@@ -372,26 +75,9 @@ def render(console: Console, result: Result) -> None:
         renderer(console, result)
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, str):
-        return show_controls(value)
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
-
-
-def _shown(result: Result) -> Result:
-    """The result as a terminal shows it: a control character someone wrote into a lesson (an
-    escape sequence, a carriage return) appears as its control picture (ESC as U+241B) and
-    cannot move the cursor, retitle the window or clear the screen."""
-    data = result.model_dump()
-    cleaned = _clean(data)
-    return result if cleaned == data else type(result).model_validate(cleaned)
-
-
 def render_error(console: Console, error: LorestoreError) -> None:
+    from rich.markup import escape
+
     console.print(f"[red]error[/] [bold]{error.code}[/]: {escape(error.message)}")
     if error.hint:
         console.print(f"[dim]hint:[/] {escape(error.hint)}")
@@ -400,6 +86,8 @@ def render_error(console: Console, error: LorestoreError) -> None:
 def failure(error: LorestoreError, as_json: bool) -> typer.Exit:
     """Report an error on stderr (JSON with ``--json``) and the exit to raise: status 2 for
     bad input, 1 for anything else."""
+    import typer
+
     if as_json:
         print(json.dumps({"error": error.to_dict()}, ensure_ascii=False), file=sys.stderr)
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -23,7 +23,9 @@ from lorestore.auth.actor import ALL_PERMISSIONS, Actor, Permission
 from lorestore.core.errors import LorestoreError
 from lorestore.models import Params, Result
 from lorestore.operations import BY_NAME, Operation, on_surface
-from lorestore.service import LessonService
+
+if TYPE_CHECKING:
+    from lorestore.service import LessonService
 
 Invoker = Callable[[Operation, Params], Result]
 # Picks the invoker of one request (e.g. from its bearer token); may raise LorestoreError.

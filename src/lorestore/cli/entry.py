@@ -1,0 +1,28 @@
+"""The ``lorestore`` script's entry point. Two command lines skip the command tree (Typer and
+every command's options, cli/main.py): ``lorestore --version``, answered before anything else is
+imported, and ``lorestore mcp`` as hosts start it at every session, which goes straight to the
+server (cli/stdio.py) with the same output and exit status. Every other one goes to the tree."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args == ["--version"]:  # the command tree and its models cost ~0.2 s to import
+        from lorestore import __version__
+
+        print(f"lorestore {__version__}")
+        return
+    if args == ["mcp"]:
+        from lorestore.config import completion_requested
+
+        if not completion_requested():
+            from lorestore.cli.stdio import main_mcp
+
+            main_mcp()
+            return
+    from lorestore.cli.main import main as run
+
+    run()

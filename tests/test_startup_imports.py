@@ -1,0 +1,120 @@
+"""What ``lorestore`` imports before it knows which command runs. The start-up times are in
+benchmarks/startup_bench.py; this checks the mechanism behind them, each case in a fresh
+interpreter through the real entry point: the command tree loads no transport, database
+driver, store or Rich, and the commands that need them (the positive controls) do load them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Imported where they are used, never by the command tree itself.
+LAZY = (
+    "mcp",
+    "mcp_types",
+    "starlette",
+    "uvicorn",
+    "httpx2",
+    "psycopg",
+    "rich.console",
+    "lorestore.service",
+    "lorestore.storage",
+    "lorestore.transports",
+    "lorestore.evaluation",
+    "lorestore.gitinfo",
+)
+
+# argv[1]: the command line as JSON (null: only import the command tree); argv[2]: where the
+# loaded modules are listed.
+_SCRIPT = """
+import json, sys
+args, listing = json.loads(sys.argv[1]), sys.argv[2]
+if args is None:
+    import lorestore.cli.main
+else:
+    sys.argv = ["lorestore", *args]
+    from lorestore.cli.entry import main
+    try:
+        main()
+    except SystemExit:
+        pass
+with open(listing, "w") as out:
+    json.dump(sorted(sys.modules), out)
+"""
+
+
+def _loaded(home: Path, args: list[str] | None) -> set[str]:
+    """The modules a fresh interpreter holds after running ``lorestore ARGS`` (None: after
+    importing the command tree), on the embedded store in ``home``."""
+    listing = home.parent / "modules.json"  # home itself is made by the store, if at all
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    env["LORESTORE_HOME"] = str(home)
+    subprocess.run(
+        [sys.executable, "-c", _SCRIPT, json.dumps(args), str(listing)],
+        env=env,
+        stdin=subprocess.DEVNULL,  # `lorestore mcp` ends at once: the host has gone
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    return set(json.loads(listing.read_text()))
+
+
+def _present(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` loaded, as packages (a sub-module counts)."""
+    return [n for n in names if n in modules or any(m.startswith(n + ".") for m in modules)]
+
+
+def test_the_command_tree_imports_no_transport_store_or_rich(home: Path) -> None:
+    loaded = _loaded(home, None)
+    assert "lorestore.operations" in loaded  # the control: the catalog is there
+    assert _present(loaded, LAZY) == []
+
+
+def test_version_imports_neither_typer_nor_pydantic(home: Path) -> None:
+    loaded = _loaded(home, ["--version"])
+    assert "lorestore.cli.entry" in loaded
+    assert _present(loaded, ("typer", "pydantic", "lorestore.models")) == []
+
+
+def test_help_loads_the_catalog_but_no_store_or_transport(home: Path) -> None:
+    loaded = _loaded(home, ["--help"])
+    assert _present(loaded, ("typer", "lorestore.operations")) == ["typer", "lorestore.operations"]
+    # Typer renders its help with Rich: the one lazy module --help itself needs.
+    assert _present(loaded, tuple(n for n in LAZY if n != "rich.console")) == []
+
+
+def test_read_opens_the_embedded_store_without_a_transport(home: Path) -> None:
+    loaded = _loaded(home, ["read", "global", "nothing-here"])
+    store = ("lorestore.service", "lorestore.storage.sqlite", "rich.console")
+    assert _present(loaded, store) == list(store)
+    assert _present(loaded, ("mcp", "mcp_types", "starlette", "uvicorn", "httpx2", "psycopg")) == []
+
+
+def test_mcp_imports_the_sdk_and_not_the_driver(home: Path) -> None:
+    loaded = _loaded(home, ["mcp"])
+    sdk = ("mcp", "mcp_types", "starlette", "lorestore.transports.mcp")
+    assert _present(loaded, sdk) == list(sdk)
+    assert _present(loaded, ("psycopg", "lorestore.evaluation")) == []
+
+
+def test_mcp_as_hosts_start_it_skips_the_command_tree(home: Path) -> None:
+    assert "typer" not in _loaded(home, ["mcp"])
+    assert "typer" in _loaded(home, ["mcp", "--announce"])  # the control: options go to the tree
+
+
+def test_mcp_reports_a_bad_setting_the_same_way_on_both_paths(home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    env |= {"LORESTORE_HOME": str(home), "LORESTORE_DATABASE_URL": "mysql://db/lessons"}
+    lorestore = str(Path(sys.executable).with_name("lorestore"))
+    short, tree = (
+        subprocess.run(
+            [lorestore, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+        )
+        for args in (["mcp"], ["mcp", "--allow-person-token"])
+    )
+    assert "config_error" in short.stderr and short.stdout == ""
+    assert (short.returncode, short.stderr) == (tree.returncode, tree.stderr) == (1, tree.stderr)
