@@ -235,3 +235,17 @@ def test_the_command_refuses_bad_input(tmp_path: Path) -> None:
     assert invoke("--data", str(clean), "--backend", "oracle")[0] == 2
     assert invoke("--data", str(clean), "--backend", "postgres")[0] == 2  # no --database-url
     assert invoke("--data", str(clean), "--query", "nope")[0] == 2
+
+
+def test_the_command_finds_the_set_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lorestore eval` outside the checkout failed on `evals/setup.json`: it now runs the
+    checkout's set from anywhere, and a --data that is not a set says where the set is."""
+    monkeypatch.chdir(tmp_path)
+    first = json.loads((EVALS / "queries.jsonl").read_text().splitlines()[0])["id"]
+    code, out = invoke("--backend", "sqlite", "--query", first, "--json")
+    assert code in (0, 1), out  # it ran (the one query's score decides the status)
+    assert json.loads(out)["runs"][0]["backend"] == "sqlite"
+    code, _ = invoke("--data", str(tmp_path / "nowhere"))
+    assert code == 2  # the control: an explicit folder that holds no set is refused

@@ -119,6 +119,19 @@ def _backends(chosen: list[str] | None, database_url: str | None) -> list[str]:
     return list(dict.fromkeys(backends))
 
 
+def eval_set_folder(given: Path | None) -> Path:
+    """The eval set to run: ``given``; else ./evals; else the evals/ of the source checkout
+    this lorestore runs from (an editable install, ``make eval``), so that the command works
+    from any folder. The set is part of lorestore's source, not of an installed wheel."""
+    if given is not None:
+        return given
+    here = Path("evals")
+    checkout = Path(__file__).resolve().parents[3] / "evals"
+    if not (here / "setup.json").exists() and (checkout / "setup.json").exists():
+        return checkout
+    return here
+
+
 def _load(data: Path, categories: list[str], ids: list[str]) -> EvalSet:
     from pydantic import ValidationError
 
@@ -130,7 +143,8 @@ def _load(data: Path, categories: list[str], ids: list[str]) -> EvalSet:
         raise LorestoreError(
             "invalid_argument",
             f"cannot read the eval set in {data}: {exc}",
-            hint="run from the repository root or pass --data DIR",
+            hint="the eval set is the evals/ folder of lorestore's source checkout (an "
+            "installed package does not carry it): pass --data /path/to/lorestore/evals",
         ) from exc
     chosen = evalset.only(categories=categories, ids=ids)
     if not chosen.queries:
@@ -140,8 +154,14 @@ def _load(data: Path, categories: list[str], ids: list[str]) -> EvalSet:
 
 def eval_command(
     data: Annotated[
-        Path, typer.Option("--data", help="the eval set directory", metavar="DIR")
-    ] = Path("evals"),
+        Path | None,
+        typer.Option(
+            "--data",
+            help="the eval set directory (default: ./evals, else the evals/ of the lorestore "
+            "checkout this command runs from)",
+            metavar="DIR",
+        ),
+    ] = None,
     backend: Annotated[
         list[str] | None,
         typer.Option(
@@ -186,7 +206,7 @@ def eval_command(
                     f"{name} {floor} is not a fraction",
                     hint=f"a floor between 0 and 1, e.g. {name} 0.8",
                 )
-        evalset = _load(data, category or [], query or [])
+        evalset = _load(eval_set_folder(data), category or [], query or [])
         runs = evaluate(evalset, _backends(backend, database_url), database_url)
     except LorestoreError as error:
         message = {"error": error.to_dict()} if json_output else None
