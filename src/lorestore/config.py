@@ -4,8 +4,10 @@ module that reads ``os.environ`` and lorestore's own files in ``LORESTORE_HOME``
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +158,10 @@ def read_credential(home: Path) -> Credential | None:
             f"the login credential {path} cannot be read: {exc}",
             hint="run `lorestore logout` and `lorestore login URL` again",
         ) from None
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        logging.getLogger("lorestore").warning(
+            "the login credential %s can be read by other users: `chmod 600 %s`", path, path
+        )
     if not credential.url.startswith(("http://", "https://")) or not credential.token:
         raise LorestoreError(
             "config_error",

@@ -30,6 +30,7 @@ from lorestore.storage.sqlite.errors import (
     store_error,
     unusable,
 )
+from lorestore.storage.sqlite.files import create_private, warn_if_shared
 from lorestore.storage.sqlite.ledger import PACKAGE, SQLiteLedger
 
 __all__ = ["BUSY_TIMEOUT_MS", "Q", "SQLiteStore", "SQLiteTransaction"]
@@ -66,7 +67,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         try:
             if str(path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                create_private(self.path)
+                warn_if_shared(self.path)
             self._conn = sqlite3.connect(
                 str(path),
                 isolation_level=None,
