@@ -470,6 +470,16 @@ def test_storage_imports_nothing_of_auth() -> None:
     assert "scope_allowed" not in (root.parent / "auth" / "tokens.py").read_text()
 
 
+def test_portable_imports_nothing_of_storage_rows() -> None:
+    """The interchange format depends on core and the storage protocol, not on how rows
+    are stored (its JSON text is ``core.jsontext.dumps``)."""
+    root = Path(__file__).parents[1] / "src" / "lorestore" / "portable"
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "lorestore.storage.rows" not in text, path
+        assert "from lorestore.storage import rows" not in text, path
+
+
 def test_every_trust_change_is_a_transition(service: LessonService) -> None:
     """Sightings corroborate, a new value revises, accepting a revision verifies: each
     through ``core.trust.transition`` (a refused transition is a conflict, never a silent

@@ -20,6 +20,7 @@ from typing import Any, TypeGuard
 from pydantic import ValidationError
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.jsontext import dumps
 from lorestore.core.normalise import value_digest, value_digests
 from lorestore.core.records import Lesson, LessonVersion, normalise_ts
 from lorestore.core.scope import Scope, parse_scope
@@ -32,7 +33,6 @@ from lorestore.core.validation import (
 from lorestore.portable.jsonl import PlainRecord
 from lorestore.portable.shapes import LESSON, POLICY, TOMBSTONE, canonical, merge, split
 from lorestore.storage.protocol import ForeignRecord, PolicyRecord, PolicyRow, Tombstone
-from lorestore.storage.rows import dumps
 
 KNOWN_TYPES = ("lesson", "tombstone", "scope_policy")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")

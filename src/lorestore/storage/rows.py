@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from lorestore.core.audit import CHAINED_FIELDS
-from lorestore.core.jsontext import compact_encoder
+from lorestore.core.jsontext import dumps
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
 from lorestore.storage.protocol import (
     ForeignRecord,
@@ -61,17 +61,6 @@ def ts_text(value: Any) -> str | None:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-# allow_nan=False: NaN and Infinity are not JSON, and PostgreSQL's jsonb refuses them.
-_encode = compact_encoder(sort_keys=True, allow_nan=False)
-
-
-def dumps(value: Any) -> str:
-    """A JSON column's text: compact, keys sorted; an empty list or object costs nothing."""
-    if not value and type(value) in (list, dict):
-        return "[]" if type(value) is list else "{}"
-    return _encode(value)
 
 
 def owner_text(owner: Mapping[str, str]) -> str:
