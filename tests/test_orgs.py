@@ -104,7 +104,7 @@ def test_viewer_reads_but_cannot_write(acme: LessonService) -> None:
 def test_member_writes_into_the_org(acme: LessonService) -> None:
     acme.org_accept(BOB, OrgAcceptParams(code=invite(acme, "bob")))
     updated = write(acme, BOB, TEAM, "Integration tests need Postgres 15").lesson
-    assert (updated.owner, updated.version) == ({"org": "acme"}, 2)
+    assert (updated.owner, updated.version) == (Owner.org("acme"), 2)
     assert read(acme, ALICE, TEAM).value == "Integration tests need Postgres 15"
 
 
