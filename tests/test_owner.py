@@ -74,7 +74,17 @@ def test_bad_keys_are_refused(key: str) -> None:
 
 @pytest.mark.parametrize(
     "record",
-    [{}, {"user": "a", "org": "b"}, {"team": "a"}, {"user": ""}, {"org": "A"}, "user:a", None],
+    [
+        {},
+        {"user": "a", "org": "b"},
+        {"team": "a"},
+        {"user": ""},
+        {"org": "A"},
+        {"user": ["a"]},
+        {"user": 1},
+        "user:a",
+        None,
+    ],
 )
 def test_bad_records_are_refused(record: object) -> None:
     with pytest.raises(LorestoreError) as refused:
@@ -114,7 +124,9 @@ def test_lesson_owner_keeps_its_json_form() -> None:
     assert Lesson.model_json_schema(mode="serialization")["properties"]["owner"] == schema
 
 
-@pytest.mark.parametrize("owner", [{"team": "acme"}, {"user": "Bad Name"}, {}, "user:x", 3])
+@pytest.mark.parametrize(
+    "owner", [{"team": "acme"}, {"user": "Bad Name"}, {"user": ["a"]}, {}, "user:x", 3]
+)
 def test_lesson_refuses_a_bad_owner(owner: object) -> None:
     with pytest.raises(ValidationError):
         Lesson.model_validate({**_LESSON, "owner": owner})

@@ -53,12 +53,14 @@ class Owner:
 
     @classmethod
     def _make(cls, kind: str, name: str, text: object) -> Owner:
+        if not isinstance(name, str):  # (nor hashable, perhaps)
+            raise _refusal(text, "has no valid name")
         interned = _INTERNED.get((kind, name))
         if interned is not None:
             return interned
         if kind not in KINDS:
             raise _refusal(text, "is neither a user nor an org")
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not _NAME.match(name):
             raise _refusal(text, "has no valid name")
         owner = cls(kind, name)
         if len(_INTERNED) >= _INTERN_MAX:
@@ -151,9 +153,7 @@ def _from_python(value: Any) -> Owner:
         return value
     if type(value) is dict and len(value) == 1:
         ((kind, name),) = value.items()
-        interned = _INTERNED.get((kind, name))
-        if interned is not None:
-            return interned
-        if isinstance(name, str):
-            return _from_record(value)
+        if type(name) is str:
+            interned = _INTERNED.get((kind, name))
+            return interned if interned is not None else _from_record(value)
     raise ValueError('an owner is {"user": NAME} or {"org": SLUG}')
