@@ -20,6 +20,7 @@ from tests.conftest import Clock
 from tests.pg import admin_url, url_for
 
 from lorestore.auth.actor import Actor, local_actor
+from lorestore.core.jsontext import dumps
 from lorestore.core.records import format_ts
 from lorestore.models import (
     Address,
@@ -49,7 +50,6 @@ from lorestore.portable.models import ImportParams
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store
-from lorestore.storage.rows import dumps
 from lorestore.storage.sqlite import SQLiteStore
 
 LOCAL = local_actor(session="local-1")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.owner import Owner
 
 # The person's credential for the CLI (`lorestore login`), never an agent's: kept in a file
 # only its owner may read, so that it is not in the shell environment every agent host hands
@@ -66,7 +66,7 @@ class Settings:
     @property
     def principal(self) -> str:
         """The principal the CLI acts as on its own store."""
-        return f"user:{self.user}"
+        return Owner.user(self.user).key
 
     @property
     def remote(self) -> bool:
@@ -194,10 +194,12 @@ def completion_requested(env: Mapping[str, str] | None = None) -> bool:
 
 
 def _user(raw: str) -> str:
-    name = raw.strip().lower().removeprefix("user:")
-    if not re.match(r"^[a-z0-9][a-z0-9._-]{0,62}$", name):
-        raise _config_error("LORESTORE_USER", raw, "a user name (letters, digits, '.', '_', '-')")
-    return name
+    try:
+        return Owner.user(raw.strip().lower()).name
+    except LorestoreError:
+        raise _config_error(
+            "LORESTORE_USER", raw, "a user name (letters, digits, '.', '_', '-')"
+        ) from None
 
 
 def _config_error(name: str, raw: str, expected: str) -> LorestoreError:

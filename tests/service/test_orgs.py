@@ -11,6 +11,7 @@ from tests.conftest import set_cap
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
+from lorestore.core.owner import Owner
 from lorestore.models import (
     ChangeParams,
     ListParams,
@@ -63,11 +64,11 @@ def acme(service: LessonService) -> LessonService:
 
 def test_bound_scope_belongs_to_the_org(acme: LessonService) -> None:
     lesson = read(acme, ALICE, TEAM)
-    assert lesson.owner == {"org": "acme"}
+    assert lesson.owner == Owner.org("acme")
     branch = write(acme, ALICE, "branch::acme/app::main", "branch lesson").lesson
-    assert branch.owner == {"org": "acme"}  # a branch scope follows its repository's binding
+    assert branch.owner == Owner.org("acme")  # a branch scope follows its repository's binding
     personal = write(acme, ALICE, "repo::alice/notes", "mine").lesson
-    assert personal.owner == {"user": "alice"}
+    assert personal.owner == Owner.user("alice")
 
 
 def test_outsiders_are_refused_not_silently_rerouted(acme: LessonService) -> None:
@@ -79,7 +80,7 @@ def test_outsiders_are_refused_not_silently_rerouted(acme: LessonService) -> Non
     )
     # Positive control: bob's own scopes work.
     assert write(acme, BOB, PRIVATE, "bob's lesson").result == "created"
-    assert read(acme, BOB, PRIVATE).owner == {"user": "bob"}
+    assert read(acme, BOB, PRIVATE).owner == Owner.user("bob")
     # And the org's lessons are not in bob's inventory.
     scopes = acme.memory_scopes(BOB, NoParams()).scopes
     assert [(s.owner, s.scope) for s in scopes] == [("user:bob", PRIVATE)]
@@ -103,7 +104,7 @@ def test_viewer_reads_but_cannot_write(acme: LessonService) -> None:
 def test_member_writes_into_the_org(acme: LessonService) -> None:
     acme.org_accept(BOB, OrgAcceptParams(code=invite(acme, "bob")))
     updated = write(acme, BOB, TEAM, "Integration tests need Postgres 15").lesson
-    assert (updated.owner, updated.version) == ({"org": "acme"}, 2)
+    assert (updated.owner, updated.version) == (Owner.org("acme"), 2)
     assert read(acme, ALICE, TEAM).value == "Integration tests need Postgres 15"
 
 
@@ -150,7 +151,7 @@ def test_removed_member_stops_seeing(acme: LessonService) -> None:
 def test_token_confined_to_an_org(acme: LessonService) -> None:
     token = acme.token_create(ALICE, TokenCreateParams(name="ci", orgs=["acme"])).token
     ci = acme.authenticate(token)
-    assert read(acme, ci, TEAM).owner == {"org": "acme"}
+    assert read(acme, ci, TEAM).owner == Owner.org("acme")
     assert code_of(lambda: write(acme, ci, "repo::alice/notes", "personal")) == "forbidden"
     assert [s.owner for s in acme.memory_scopes(ci, NoParams()).scopes] == ["org:acme"]
 
@@ -189,7 +190,7 @@ def test_a_binding_cannot_take_scopes_others_keep_lessons_in(service: LessonServ
     # The control: a namespace nobody else uses is the org's to claim.
     service.org_bind(BOB, OrgBindParams(org="evil", pattern="repo::evil/*"))
     write(service, BOB, "repo::evil/app", "Org lesson.")
-    assert read(service, BOB, "repo::evil/app").owner == {"org": "evil"}
+    assert read(service, BOB, "repo::evil/app").owner == Owner.org("evil")
 
 
 def test_an_invite_cannot_outlast_a_removal_or_lower_an_owner(acme: LessonService) -> None:
@@ -214,7 +215,7 @@ def test_a_binding_cannot_take_scopes_inside_another_orgs(acme: LessonService) -
         bind = OrgBindParams(org="evil", pattern=pattern)
         assert code_of(lambda b=bind: acme.org_bind(dave, b)) == "conflict", pattern
     write(acme, ALICE, "branch::acme/app::main", "Still acme's")  # not rerouted to evil
-    assert read(acme, ALICE, "branch::acme/app::main").owner == {"org": "acme"}
+    assert read(acme, ALICE, "branch::acme/app::main").owner == Owner.org("acme")
     elsewhere = acme.org_bind(dave, OrgBindParams(org="evil", pattern="repo::evil/*"))
     assert elsewhere.bound  # the control: a pattern outside acme's binding
 

@@ -14,6 +14,7 @@ from tests.portable import LOCAL, T0, codes, export_lines, header, import_lines,
 from lorestore.auth.actor import local_actor, local_agent
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
+from lorestore.core.owner import Owner
 from lorestore.models import (
     Address,
     AuditParams,
@@ -159,14 +160,14 @@ def test_import_resolves_the_owner_and_refuses_what_it_may_not_write(
     alice = import_lines(service, [header(), team], actor=ALICE)
     assert alice.lessons.added == 1
     read = service.memory_read(ALICE, ReadParams(scope=S, key="team")).lesson
-    assert read.owner == {"org": "acme"}
+    assert read.owner == Owner.org("acme")
     for outsider, why in ((BOB, "not a member"), (CAROL, "viewer")):
         mine = line(lesson("mine", "A personal lesson", scope="global"))
         result = import_lines(service, [header(), line(lesson("t2", "x")), mine], actor=outsider)
         assert codes(result) == ["forbidden"] and why in result.problems[0].message
         assert result.lessons.added == 1  # the personal lesson lands: the control
         own = service.memory_read(outsider, ReadParams(scope="global", key="mine")).lesson
-        assert own.owner == {"user": outsider.principal.removeprefix("user:")}
+        assert own.owner == Owner.parse(outsider.principal)
 
 
 def test_keeping_adjudicated_trust_needs_a_reviewer(service: LessonService) -> None:

@@ -17,11 +17,11 @@ from tests.portable import LOCAL, export_lines, header, import_lines, lesson, li
 from tests.stdio import Tools, run_mcp
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.jsontext import dumps
 from lorestore.models import AuditParams, NoParams, ReadParams, WriteParams
 from lorestore.portable import jsonl
 from lorestore.portable.models import ExportParams
 from lorestore.service import LessonService
-from lorestore.storage.rows import dumps
 
 S = "repo::acme/app"
 INT_MAX = 2**31 - 1

@@ -12,6 +12,7 @@ from tests.conftest import dump_text
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
+from lorestore.core.owner import Owner
 from lorestore.models import (
     ChangeParams,
     DeleteParams,
@@ -62,7 +63,7 @@ def test_create_is_version_one_candidate(service: LessonService) -> None:
         1,
     )
     assert result.lesson.tags == ["db"]
-    assert result.lesson.owner == {"user": "local"}
+    assert result.lesson.owner == Owner.user("local")
     assert read(service) == result.lesson
 
 

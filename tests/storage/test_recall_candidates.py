@@ -11,6 +11,7 @@ from pathlib import Path
 from tests.portable import export_lines, import_lines
 
 from lorestore.auth.actor import local_actor
+from lorestore.core.owner import Owner
 from lorestore.models import (
     ChangeParams,
     DeleteParams,
@@ -85,7 +86,7 @@ def test_each_rung_is_matched_with_its_own_owner(service: LessonService) -> None
     result = service.memory_recall(alice, RecallParams(repo="acme/app", task=TASK))
     assert result.context.ladder == [team, "global"]
     offered = sorted((o.lesson.key, o.lesson.owner) for o in result.offered)
-    assert offered == [("own", {"user": "alice"}), ("team", {"org": "acme"})]
+    assert offered == [("own", Owner.user("alice")), ("team", Owner.org("acme"))]
     assert "mine" not in [h.key for h in result.held]
     # Positive control: unbound again, her own lesson at that scope is back on the ladder.
     service.org_unbind(alice, OrgBindParams(org="acme", pattern="repo::acme/*"))

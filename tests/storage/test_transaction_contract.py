@@ -127,14 +127,13 @@ def test_tombstones_import_export_find_and_lift(store: Store) -> None:
         first, second = sorted([live.id, lifted.id])
         assert [t.id for t in tx.export_tombstones([OWNER], None, 1)] == [first]
         assert [t.id for t in tx.export_tombstones([OWNER], first, 5)] == [second]
-        assert tx.find_tombstone(OWNER, ["global", SCOPE], "d-live") == live
-        assert tx.find_tombstone(OWNER, ["global"], "d-live") is None
-        assert tx.find_tombstone(OWNER, [SCOPE], "d-lifted") is None
+        assert tx.live_tombstones(OWNER, ["d-live"]) == [live] and live.scope == SCOPE
+        assert tx.live_tombstones(OWNER, ["d-lifted"]) == []  # lifted: not live
     with store.transaction(write=True, actor=OWNER) as tx:
         lift = {"lifted_by": OWNER, "at": LATER, "reason": "fine after all"}
         assert tx.lift_tombstones(OWNER, SCOPE, "d-live", lesson_id=str(uuid.uuid4()), **lift) == 0
         assert tx.lift_tombstones(OWNER, SCOPE, "d-live", **lift) == 1
-        assert tx.find_tombstone(OWNER, [SCOPE], "d-live") is None
+        assert tx.live_tombstones(OWNER, ["d-live"]) == []
 
 
 def test_policies_and_foreign_records_import_and_export(store: Store) -> None:

@@ -355,7 +355,10 @@ def test_dashes_are_category_pd_exactly() -> None:
 MARKS = st.sampled_from(
     "!?.,;:-_*#~`'\"()[]{}<>/\\|=+&%$@^\u2011\u2014\u2026\u00a1\u00bf\u00d7\u2192"
 )
-TEXT = st.text(st.one_of(MARKS, st.characters(), st.sampled_from(" \t\n\u00a0\u200b")), max_size=60)
+# No lone surrogates (Cs): validate_value refuses them before any digest is taken, and UTF-8
+# cannot encode them; drawn, they failed these properties at random.
+CHARS = st.characters(blacklist_categories=("Cs",))
+TEXT = st.text(st.one_of(MARKS, CHARS, st.sampled_from(" \t\n\u00a0\u200b")), max_size=60)
 
 
 @given(TEXT)
@@ -468,6 +471,16 @@ def test_storage_imports_nothing_of_auth() -> None:
         text = path.read_text(encoding="utf-8")
         assert "lorestore.auth" not in text, path
     assert "scope_allowed" not in (root.parent / "auth" / "tokens.py").read_text()
+
+
+def test_portable_imports_nothing_of_storage_rows() -> None:
+    """The interchange format depends on core and the storage protocol, not on how rows
+    are stored (its JSON text is ``core.jsontext.dumps``)."""
+    root = Path(__file__).parents[1] / "src" / "lorestore" / "portable"
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "lorestore.storage.rows" not in text, path
+        assert "from lorestore.storage import rows" not in text, path
 
 
 def test_every_trust_change_is_a_transition(service: LessonService) -> None:

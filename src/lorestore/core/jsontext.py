@@ -5,6 +5,9 @@ object that is most of the cost, and an import encodes several per lesson (tags,
 the audit event and its hash). ``compact_encoder`` builds the C encoder once and writes
 exactly what ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), ...)`` writes,
 falling back to ``JSONEncoder.encode`` on a Python without the C encoder.
+
+``dumps`` is the JSON text every stored JSON column and every interchange digest is made
+of: compact, keys sorted, no NaN.
 """
 
 from __future__ import annotations
@@ -46,3 +49,14 @@ def compact_encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]
         return "".join(chunks(value, 0))
 
     return encode
+
+
+# allow_nan=False: NaN and Infinity are not JSON, and PostgreSQL's jsonb refuses them.
+_sorted = compact_encoder(sort_keys=True, allow_nan=False)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text, keys sorted, no NaN; an empty list or object costs nothing."""
+    if not value and type(value) in (list, dict):
+        return "[]" if type(value) is list else "{}"
+    return _sorted(value)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.owner import Owner
 
 Trust = Literal["candidate", "corroborated", "verified", "disputed", "rejected"]
 Status = Literal["active", "archived"]
@@ -104,7 +105,7 @@ class Lesson(_Record):
     value: str
     tags: list[str] = Field(default_factory=list)
     kind: LessonKind = "lesson"
-    owner: dict[str, str]
+    owner: Owner  # {"user": name} or {"org": slug} in JSON, as ever
     trust: Trust = "candidate"
     status: Status = "active"
     version: int

@@ -62,8 +62,7 @@ class Loaded:
     refused: list[str] = field(default_factory=list)
 
     def ref_of(self, lesson: Lesson) -> str:
-        ((kind, ident),) = lesson.owner.items()
-        address = (f"{kind}:{ident}", lesson.scope, lesson.key)
+        address = (lesson.owner.key, lesson.scope, lesson.key)
         return self.refs.get(address, "?" + "|".join(address))
 
 
@@ -123,8 +122,7 @@ def _write(
         **extra,
     }
     result = service.memory_write(actor, WriteParams.model_validate(params))
-    ((kind, ident),) = result.lesson.owner.items()
-    return f"{kind}:{ident}"
+    return result.lesson.owner.key
 
 
 def _write_lesson(service: LessonService, actor: Actor, lesson: EvalLesson) -> str:

@@ -15,12 +15,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 
 from pydantic import ValidationError
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.jsontext import dumps
 from lorestore.core.normalise import value_digest, value_digests
+from lorestore.core.owner import Owner
 from lorestore.core.records import Lesson, LessonVersion, normalise_ts
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import (
@@ -32,7 +34,6 @@ from lorestore.core.validation import (
 from lorestore.portable.jsonl import PlainRecord
 from lorestore.portable.shapes import LESSON, POLICY, TOMBSTONE, canonical, merge, split
 from lorestore.storage.protocol import ForeignRecord, PolicyRecord, PolicyRow, Tombstone
-from lorestore.storage.rows import dumps
 
 KNOWN_TYPES = ("lesson", "tombstone", "scope_policy")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
@@ -41,7 +42,7 @@ _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _TIMES = ("valid_from", "valid_to", "recorded_at", "created_at", "updated_at", "archived_at")
-_PLACEHOLDER_OWNER = {"user": "import"}  # replaced by the owner the scope resolves to
+_PLACEHOLDER_OWNER = Owner.user("import")  # replaced by the owner the scope resolves to
 # PostgreSQL keeps version numbers and seen_count in integer columns: both backends accept
 # only what it can hold, so a file that imports into one imports into the other.
 INT_MAX = 2**31 - 1
@@ -72,16 +73,6 @@ class ParsedForeign:
     digest: str
 
 
-def owner_text(owner: Mapping[str, str]) -> str:
-    ((kind, ident),) = owner.items()
-    return f"{kind}:{ident}"
-
-
-def owner_object(owner: str) -> dict[str, str]:
-    kind, _, ident = owner.partition(":")
-    return {kind: ident}
-
-
 # --- stored record -> line ------------------------------------------------------------------
 
 
@@ -106,7 +97,7 @@ def tombstone_line(tombstone: Tombstone) -> dict[str, Any]:
     known = {
         "type": "tombstone",
         "id": tombstone.id,
-        "owner": owner_object(tombstone.owner),
+        "owner": Owner.parse(tombstone.owner).record(),
         "scope": tombstone.scope,
         "digest": tombstone.value_digest,
         "reason": tombstone.reason,
@@ -123,7 +114,7 @@ def tombstone_line(tombstone: Tombstone) -> dict[str, Any]:
 def policy_line(record: PolicyRecord) -> dict[str, Any]:
     known = {
         "type": "scope_policy",
-        "owner": owner_object(record.owner),
+        "owner": Owner.parse(record.owner).record(),
         "scope": record.policy.scope,
         "revision_policy": record.policy.revision_policy,
         "require_review": record.policy.require_review,
@@ -354,9 +345,8 @@ def parse_policy(record: Mapping[str, Any]) -> PolicyRecord:
     if not isinstance(known.get("require_review"), bool):
         raise RecordError("require_review must be true or false")
     _time(known, "updated_at", required=True)
-    owner = known.get("owner")
     return PolicyRecord(
-        owner=owner_text(owner) if _is_owner(owner) else "",
+        owner=_owner_key(known.get("owner")),
         policy=PolicyRow(scope_text, str(revision), known["require_review"]),
         updated_at=known["updated_at"],
         updated_by=_text(known, "updated_by") or "",
@@ -364,13 +354,13 @@ def parse_policy(record: Mapping[str, Any]) -> PolicyRecord:
     )
 
 
-def _is_owner(value: Any) -> TypeGuard[dict[str, str]]:
-    return (
-        isinstance(value, dict)
-        and len(value) == 1
-        and next(iter(value)) in ("user", "org")
-        and isinstance(next(iter(value.values())), str)
-    )
+def _owner_key(value: Any) -> str:
+    """The key of a record's owner, "" for none or one that is not a valid owner (the
+    importer then takes the owner the scope resolves to)."""
+    try:
+        return Owner.of(value).key
+    except LorestoreError:
+        return ""
 
 
 def parse_foreign(record: Mapping[str, Any]) -> ParsedForeign:

@@ -38,17 +38,6 @@ def is_served(lesson: Lesson, now: str) -> bool:
     return lesson.status == "active" and lesson.trust != "rejected" and not is_expired(lesson, now)
 
 
-def owner_key(lesson: Lesson) -> str:
-    """The stored form of a lesson's owner: 'user:<id>' or 'org:<slug>'."""
-    ((kind, ident),) = lesson.owner.items()
-    return f"{kind}:{ident}"
-
-
-def owner_dict(owner: str) -> dict[str, str]:
-    kind, _, ident = owner.partition(":")
-    return {kind: ident}
-
-
 def version_of(lesson: Lesson, digest: str, actor: Actor, state: str = "accepted") -> LessonVersion:
     return LessonVersion.model_validate(
         {
@@ -260,7 +249,7 @@ class ServiceBase:
             actor,
             action,
             lesson,
-            owner=owner_key(lesson) if lesson else (owner or actor.owner),
+            owner=lesson.owner.key if lesson else (owner or actor.owner),
             at=at or self._now(),  # a write's own time, so as_of reads meet its event
             before=before,
             after=after,

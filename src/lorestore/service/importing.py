@@ -21,6 +21,7 @@ from typing import Any
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
+from lorestore.core.owner import Owner
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.tombstones import refusing_tombstone
 from lorestore.portable import lorekit
@@ -30,7 +31,6 @@ from lorestore.portable.records import (
     ParsedForeign,
     ParsedLesson,
     lesson_line,
-    owner_object,
     policy_line,
     scope_of,
     tombstone_line,
@@ -124,7 +124,7 @@ class _Admitted:
         return self.parsed.lesson
 
     def landing(self) -> Lesson:
-        return self.record.model_copy(update={"owner": owner_object(self.owner), "id": self.id})
+        return self.record.model_copy(update={"owner": Owner.parse(self.owner), "id": self.id})
 
     def imported(self) -> ImportedLesson:
         parsed = self.parsed

@@ -8,6 +8,7 @@ from datetime import timedelta
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
+from lorestore.core.owner import Owner
 from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
@@ -95,7 +96,7 @@ class LifecycleOperations(ServiceBase):
         self._authorise(actor, "admin", scope)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._owner_for(tx, actor, scope, write=True)
-            if owner.startswith("org:"):  # erasing team knowledge, as purging it, is for admins
+            if Owner.parse(owner).is_org:  # erasing team knowledge, as purging it, is for admins
                 role = self._role(tx, actor, owner)
                 if role not in ("owner", "admin"):
                     raise LorestoreError(

@@ -10,13 +10,14 @@ the last owner) are enforced here.
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
+from lorestore.core.owner import Owner
 from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
 from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
@@ -38,20 +39,29 @@ from lorestore.models import (
 from lorestore.service.base import ServiceBase, bounded
 from lorestore.storage.protocol import Invite, Transaction
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 ADMIN_ROLES = ("owner", "admin")
 _RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
 
 
-def _slug(text: str, what: str) -> str:
-    slug = text.strip().lower().removeprefix("org:").removeprefix("user:")
-    if not _SLUG.match(slug):
+def _org(text: str, what: str = "the org") -> Owner:
+    """The org a parameter names (``acme`` or ``org:acme``, any case)."""
+    return _named(Owner.org, text, what)
+
+
+def _user(text: str) -> Owner:
+    """The user a parameter names (``alice`` or ``user:alice``, any case)."""
+    return _named(Owner.user, text, "the user name")
+
+
+def _named(make: Callable[[str], Owner], text: str, what: str) -> Owner:
+    try:
+        return make(text.strip().lower())
+    except LorestoreError:
         raise LorestoreError(
             "invalid_argument",
             f"{what} {text!r} must be lower-case letters, digits, '.', '_' or '-' (max 63)",
             hint="e.g. acme or data-platform",
-        )
-    return slug
+        ) from None
 
 
 def _claim(pattern: str) -> list[str]:
@@ -98,9 +108,10 @@ class OrgOperations(ServiceBase):
     def org_create(self, actor: Actor, p: OrgCreateParams) -> OrgInfo:
         self._authorise(actor, "admin")
         self._unconfined(actor, "creating an org")
-        org = f"org:{_slug(p.slug, 'the org slug')}"
+        slug = _org(p.slug, "the org slug")
+        org = slug.key
         with self.store.transaction(write=True, actor=actor.principal) as tx:
-            if not tx.create_org(org, (p.name or org[4:]).strip(), actor.principal, self._now()):
+            if not tx.create_org(org, (p.name or slug.name).strip(), actor.principal, self._now()):
                 raise LorestoreError(
                     "conflict",
                     f"{org} already exists",
@@ -117,7 +128,7 @@ class OrgOperations(ServiceBase):
 
     def org_members(self, actor: Actor, p: OrgParams) -> OrgMembersResult:
         self._require(actor, "read")
-        org = f"org:{_slug(p.org, 'the org')}"
+        org = _org(p.org).key
         self._within_orgs(actor, org)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             if self._role(tx, actor, org) is None:
@@ -130,8 +141,8 @@ class OrgOperations(ServiceBase):
 
     def org_invite(self, actor: Actor, p: OrgInviteParams) -> OrgInviteResult:
         self._authorise(actor, "admin")
-        org = f"org:{_slug(p.org, 'the org')}"
-        invitee = f"user:{_slug(p.user, 'the user name')}"
+        org = _org(p.org).key
+        invitee = _user(p.user).key
         self._within_orgs(actor, org)
         if invitee == actor.principal:  # an invite kept back would outlast the inviter's removal
             raise LorestoreError(
@@ -192,8 +203,8 @@ class OrgOperations(ServiceBase):
 
     def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:
         self._authorise(actor, "admin")
-        org = f"org:{_slug(p.org, 'the org')}"
-        member = f"user:{_slug(p.user, 'the user name')}"
+        org = _org(p.org).key
+        member = _user(p.user).key
         self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             members = tx.org_members(org)
@@ -237,7 +248,7 @@ class OrgOperations(ServiceBase):
 
     def _binding(self, actor: Actor, p: OrgBindParams, *, bind: bool) -> OrgBindingResult:
         self._authorise(actor, "admin")
-        org = f"org:{_slug(p.org, 'the org')}"
+        org = _org(p.org).key
         pattern = normalise_pattern(p.pattern)
         self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:

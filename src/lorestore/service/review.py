@@ -27,7 +27,7 @@ from lorestore.models import (
     ReviewQueueResult,
     VerifyParams,
 )
-from lorestore.service.base import ServiceBase, address, bounded, is_served, owner_key
+from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.service.corrections import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Tombstone, Transaction
 
@@ -90,7 +90,7 @@ class ReviewOperations(ServiceBase):
         proposal = self._proposal(tx, stored)
         # The proposed value may have been rejected elsewhere since it was proposed.
         check_tombstone(
-            tx, owner_key(lesson), parse_scope(lesson.scope), value_digests(proposal.value)
+            tx, lesson.owner.key, parse_scope(lesson.scope), value_digests(proposal.value)
         )
         tx.set_version_state(stored.pk, proposal.version, "accepted", accepted_at=review.at)
         updated = lesson.model_copy(
@@ -166,7 +166,7 @@ class ReviewOperations(ServiceBase):
         its digest under today's normalisation (the one every value written is checked by)."""
         tomb = Tombstone(
             id=str(uuid.uuid4()),
-            owner=owner_key(lesson),
+            owner=lesson.owner.key,
             scope=lesson.scope,
             value_digest=value_digest(value),
             reason=review.note or "",
@@ -224,7 +224,7 @@ class ReviewOperations(ServiceBase):
         refuses by the rule every write path uses (``core.tombstones``: the value, under any
         digest a store may hold for it, at the tombstone's scope or a narrower one, under any
         key) are rejected too, so the correction holds for copies written before it."""
-        owner = owner_key(lesson)
+        owner = lesson.owner.key
         copies = {
             other.lesson.id: other
             for digest in dict.fromkeys((tomb.value_digest, *value_digests(value)))
@@ -316,7 +316,7 @@ class ReviewOperations(ServiceBase):
         digests = value_digests(lesson.value)
         lifted = _lift(tx, actor, lesson, digests, review)
         try:  # a rejection made further up still holds the value: lift it there, not here
-            check_tombstone(tx, owner_key(lesson), parse_scope(lesson.scope), digests)
+            check_tombstone(tx, lesson.owner.key, parse_scope(lesson.scope), digests)
         except LorestoreError as still:
             raise LorestoreError(
                 "conflict",
@@ -405,7 +405,7 @@ def _lift(
     ``lesson_id`` left, when given); how many were lifted."""
     return sum(
         tx.lift_tombstones(
-            owner_key(lesson),
+            lesson.owner.key,
             lesson.scope,
             digest,
             lifted_by=actor.principal,

@@ -17,6 +17,7 @@ from lorestore.auth.tokens import (
     looks_like_token,
 )
 from lorestore.core.errors import LorestoreError
+from lorestore.core.owner import Owner
 from lorestore.core.patterns import normalise_pattern, pattern_within
 from lorestore.core.records import format_ts
 from lorestore.models import (
@@ -115,9 +116,9 @@ class TokenOperations(ServiceBase):
                 )
         orgs = None
         if p.orgs is not None:
-            orgs = tuple(dict.fromkeys(o.strip().lower().removeprefix("org:") for o in p.orgs))
+            orgs = tuple(dict.fromkeys(Owner.org(o.strip().lower()).name for o in p.orgs))
         if actor.orgs is not None:  # a token confined to orgs makes tokens confined to them
-            allowed = tuple(o.removeprefix("org:") for o in actor.orgs)
+            allowed = tuple(Owner.parse(o).name for o in actor.orgs)
             if orgs is None:
                 orgs = allowed
             elif not set(orgs) <= set(allowed):
@@ -258,7 +259,7 @@ class TokenOperations(ServiceBase):
             agent=record.name,
             is_person=record.permission in ("review", "admin"),
             scopes=record.scopes,
-            orgs=None if record.orgs is None else tuple(f"org:{o}" for o in record.orgs),
+            orgs=None if record.orgs is None else tuple(Owner.org(o).key for o in record.orgs),
             token_id=record.id,
             token_expires_at=record.expires_at,
         )

@@ -18,6 +18,7 @@ from typing import Any
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest, value_digests
+from lorestore.core.owner import Owner
 from lorestore.core.records import (
     Dependency,
     Lesson,
@@ -36,7 +37,7 @@ from lorestore.core.validation import (
     validate_value,
 )
 from lorestore.models import DependencyRef, WriteParams, WriteResult
-from lorestore.service.base import ServiceBase, bounded, is_expired, owner_dict, version_of
+from lorestore.service.base import ServiceBase, bounded, is_expired, version_of
 from lorestore.service.corrections import check_tombstone
 from lorestore.storage.protocol import StoredLesson, Transaction
 
@@ -154,7 +155,7 @@ class WriteOperations(ServiceBase):
                     value=value,
                     tags=tags or [],
                     kind=p.kind,
-                    owner=owner_dict(owner),
+                    owner=Owner.parse(owner),
                     version=1,
                     seen_count=1,
                     valid_from=valid_from,

@@ -141,10 +141,6 @@ class Transaction(Protocol):
         tombstone a concurrent rejection adds. Taken before any address lock. A no-op where
         write transactions already run one at a time (SQLite)."""
 
-    def find_tombstone(
-        self, owner: str, scopes: Sequence[str], value_digest: str
-    ) -> Tombstone | None: ...
-
     def insert_tombstone(self, tombstone: Tombstone) -> None: ...
 
     def lift_tombstones(
@@ -314,7 +310,7 @@ class Transaction(Protocol):
 
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         """The owner's live tombstones of any of these digests, at any scope, oldest
-        first (``find_tombstone`` for a batch: the caller matches the scopes)."""
+        first; the caller matches the scopes (``core/tombstones.refusing_tombstone``)."""
 
     def lessons_by_ids(self, owner: str, ids: Sequence[str]) -> list[StoredLesson]:
         """The owner's lessons with these ids, any order."""

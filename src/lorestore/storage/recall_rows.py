@@ -9,10 +9,11 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from lorestore.core.jsontext import dumps
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import Dependency
 from lorestore.storage.protocol import RecallRecord, RecallRow
-from lorestore.storage.rows import RowLike, dumps, json_field, json_value, lesson_from_row, ts_text
+from lorestore.storage.rows import RowLike, json_field, json_value, lesson_from_row, ts_text
 
 # The columns a recall candidate's head is read from, in the order recall_rows unpacks them.
 _RECALL_HEAD = (

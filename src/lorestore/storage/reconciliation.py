@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.jsontext import dumps
 from lorestore.core.normalise import value_digests
 from lorestore.core.patterns import most_specific
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.tombstones import refusing_tombstone, rejected_value
 from lorestore.storage.protocol import Tombstone
-from lorestore.storage.rows import dumps
 
 Row = dict[str, Any]
 Outcome = Literal["copied", "present", "differs", "refused"]

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from lorestore.core.audit import CHAINED_FIELDS
-from lorestore.core.jsontext import compact_encoder
+from lorestore.core.jsontext import dumps
+from lorestore.core.owner import Owner
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
 from lorestore.storage.protocol import (
     ForeignRecord,
@@ -63,27 +64,6 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-# allow_nan=False: NaN and Infinity are not JSON, and PostgreSQL's jsonb refuses them.
-_encode = compact_encoder(sort_keys=True, allow_nan=False)
-
-
-def dumps(value: Any) -> str:
-    """A JSON column's text: compact, keys sorted; an empty list or object costs nothing."""
-    if not value and type(value) in (list, dict):
-        return "[]" if type(value) is list else "{}"
-    return _encode(value)
-
-
-def owner_text(owner: Mapping[str, str]) -> str:
-    ((kind, ident),) = owner.items()
-    return f"{kind}:{ident}"
-
-
-def owner_dict(text: str) -> dict[str, str]:
-    kind, _, ident = text.partition(":")
-    return {kind: ident}
-
-
 def lesson_from_row(row: RowLike) -> Lesson:
     return Lesson.model_validate(
         {
@@ -93,7 +73,7 @@ def lesson_from_row(row: RowLike) -> Lesson:
             "value": row["value"],
             "tags": json_field(row["tags"], []),
             "kind": row["kind"],
-            "owner": owner_dict(row["owner"]),
+            "owner": Owner.parse(row["owner"]),
             "trust": row["trust"],
             "status": row["status"],
             "version": row["version"],
@@ -184,7 +164,7 @@ def imported_row(imported: ImportedLesson) -> tuple[Any, ...]:
 
 
 def lesson_params(lesson: Lesson, value_digest: str, pending_version: int | None) -> dict[str, Any]:
-    row = lesson_row(lesson, value_digest, pending_version, owner_text(lesson.owner), lesson.id)
+    row = lesson_row(lesson, value_digest, pending_version, lesson.owner.key, lesson.id)
     return dict(zip(LESSON_COLUMNS, row, strict=True))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from lorestore.core.owner import Owner
 from lorestore.core.records import LessonVersion
 from lorestore.core.search import tsquery_expression
 from lorestore.storage.protocol import ImportedLesson, StoredLesson
@@ -93,7 +94,7 @@ class PostgresTransaction(SQLTransaction):
 
     def create_org(self, org: str, name: str, owner: str, at: str) -> bool:
         # The definer function makes the acting user (the session's actor) the owner.
-        row = self._one("create_org", {"slug": org.removeprefix("org:"), "name": name})
+        row = self._one("create_org", {"slug": Owner.parse(org).name, "name": name})
         return bool(row and row["created"])
 
     def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:

@@ -86,13 +86,6 @@ ON CONFLICT DO NOTHING;
 -- Forget the sessions of every earlier value when a new version starts.
 DELETE FROM lesson_sessions WHERE lesson_pk = %(pk)s;
 
--- name: find_tombstone
--- A live tombstone for this value at any of the given scopes.
-SELECT * FROM tombstones
-WHERE owner = %(owner)s AND value_digest = %(value_digest)s AND lifted_at IS NULL
-  AND scope = ANY (%(scopes)s)
-ORDER BY created_at LIMIT 1;
-
 -- name: insert_tombstone
 -- Record a rejected value for a scope.
 INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id)

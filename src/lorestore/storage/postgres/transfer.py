@@ -16,12 +16,12 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.jsontext import dumps
 from lorestore.core.records import format_ts
 from lorestore.storage.postgres.errors import CAP_EXCEEDED
 from lorestore.storage.postgres.setup import check_migrations
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
-from lorestore.storage.rows import dumps
 from lorestore.storage.transfer import Endpoint
 
 Q = load_queries("lorestore.storage.postgres", "transfer.sql")

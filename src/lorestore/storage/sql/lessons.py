@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lorestore.core.jsontext import dumps
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.storage.protocol import (
     RecallRecord,
@@ -16,9 +17,7 @@ from lorestore.storage.protocol import (
 )
 from lorestore.storage.recall_rows import gather_recall, recall_from_row, recall_params
 from lorestore.storage.rows import (
-    dumps,
     lesson_params,
-    tombstone_from_row,
     tombstone_params,
     version_from_row,
     version_params,
@@ -88,13 +87,6 @@ class LessonPrimitives(SQLBase):
         self._exec("clear_sessions", {"pk": pk})
 
     # Tombstones.
-
-    def find_tombstone(
-        self, owner: str, scopes: Sequence[str], value_digest: str
-    ) -> Tombstone | None:
-        params = {"owner": owner, "value_digest": value_digest, "scopes": self._array(scopes)}
-        row = self._one("find_tombstone", params)
-        return tombstone_from_row(row) if row else None
 
     def insert_tombstone(self, tombstone: Tombstone) -> None:
         self._exec("insert_tombstone", tombstone_params(tombstone))

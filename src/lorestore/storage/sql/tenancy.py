@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from lorestore.core.jsontext import dumps
 from lorestore.core.records import AuditEvent
 from lorestore.storage.protocol import (
     AuditFilter,
@@ -19,7 +20,6 @@ from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
     audit_row,
-    dumps,
     invite_params,
     membership_from_row,
     policy_params,

@@ -10,11 +10,12 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lorestore.core.jsontext import dumps
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.search import fts5_expression
 from lorestore.storage.protocol import ImportedLesson, StoredLesson
 from lorestore.storage.queries import load_queries
-from lorestore.storage.rows import dumps, imported_row
+from lorestore.storage.rows import imported_row
 from lorestore.storage.sql import SQLTransaction
 from lorestore.storage.sqlite.bulk import BulkLoad
 

@@ -117,13 +117,6 @@ VALUES (:pk, :value_digest, :session, :at);
 -- Forget the sessions of every earlier value when a new version starts.
 DELETE FROM lesson_sessions WHERE lesson_pk = :pk;
 
--- name: find_tombstone
--- A live tombstone for this value at any of the given scopes.
-SELECT * FROM tombstones
-WHERE owner = :owner AND value_digest = :value_digest AND lifted_at IS NULL
-  AND scope IN (SELECT value FROM json_each(:scopes))
-ORDER BY created_at LIMIT 1;
-
 -- name: insert_tombstone
 -- Record a rejected value for a scope.
 INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id)

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.jsontext import dumps
 from lorestore.storage import migrations
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
-from lorestore.storage.rows import dumps
 from lorestore.storage.sqlite.errors import BUSY_TIMEOUT_MS
 from lorestore.storage.sqlite.ledger import PACKAGE
 from lorestore.storage.sqlite.store import SQLiteStore
