@@ -34,9 +34,10 @@ from typer.testing import CliRunner
 from lorestore.auth.actor import local_actor, local_agent
 from lorestore.cli.main import app
 from lorestore.core import normalise, patterns, tombstones
-from lorestore.core.audit import CHAINED_FIELDS, GENESIS
+from lorestore.core.audit import CHAINED_FIELDS, GENESIS, AuditEntry
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import normalise_value, value_digest, value_digests
+from lorestore.core.records import AuditEvent
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
     AuditParams,
@@ -48,9 +49,9 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.service import LessonService
-from lorestore.service.audit import AuditEntry
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store, Tombstone
+from lorestore.storage.rows import AUDIT_COLUMNS
 from lorestore.storage.sqlite import SQLiteStore
 
 S = "repo::acme/app"
@@ -534,3 +535,11 @@ def test_the_audit_event_is_stored_and_hashed_as_before() -> None:
     assert stored["prev_hash"] == GENESIS
     assert stored["hash"] == hashlib.sha256((GENESIS + canonical).encode()).hexdigest()
     assert entry.chained(stored["hash"])["hash"] != stored["hash"]  # the chain moves on
+    # The chained fields are listed once (AuditEntry's); the read model adds id and hash only,
+    # and the columns are the same list in the same order.
+    assert CHAINED_FIELDS == (
+        "owner", "at", "actor", "action", "scope", "key", "lesson_id", "before_version",
+        "after_version", "before_digest", "after_digest", "reason", "detail",
+    )  # fmt: skip
+    assert set(AuditEvent.model_fields) == {"id", *CHAINED_FIELDS, "hash"}
+    assert (*CHAINED_FIELDS, "prev_hash", "hash") == AUDIT_COLUMNS

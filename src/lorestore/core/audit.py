@@ -6,29 +6,47 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lorestore.core.jsontext import compact_encoder
 
 GENESIS = "0" * 64
-CHAINED_FIELDS = (
-    "owner",
-    "at",
-    "actor",
-    "action",
-    "scope",
-    "key",
-    "lesson_id",
-    "before_version",
-    "after_version",
-    "before_digest",
-    "after_digest",
-    "reason",
-    "detail",
-)
 # One encoder for every event (json.dumps builds one per call): the text of
 # json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).
 _canonical = compact_encoder(sort_keys=True, allow_nan=True)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """An event about to be appended: the fields the hash chain covers (``CHAINED_FIELDS``),
+    digests and never values."""
+
+    owner: str
+    at: str
+    actor: str
+    action: str
+    scope: str | None = None
+    key: str | None = None
+    lesson_id: str | None = None
+    before_version: int | None = None
+    after_version: int | None = None
+    before_digest: str | None = None
+    after_digest: str | None = None
+    reason: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def chained(self, prev_hash: str) -> dict[str, Any]:
+        """The stored form: every chained field, ``prev_hash`` and the event's ``hash``."""
+        event: dict[str, Any] = {name: getattr(self, name) for name in CHAINED_FIELDS}
+        event["prev_hash"] = prev_hash
+        event["hash"] = chain_hash(prev_hash, event)
+        return event
+
+
+# The fields the chain covers, in column order: AuditEntry's (one list; the stored event and
+# core.records.AuditEvent, the read model, add id, prev_hash and hash).
+CHAINED_FIELDS = tuple(f.name for f in fields(AuditEntry))
 
 
 def chain_hash(prev_hash: str, event: Mapping[str, Any]) -> str:

@@ -3,40 +3,12 @@ owner's hash chain (``core.audit.chain_hash``), for every operation and for impo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.core.audit import CHAINED_FIELDS, GENESIS, chain_hash
+from lorestore.core.audit import GENESIS, AuditEntry
 from lorestore.core.records import Lesson
 from lorestore.storage.protocol import Transaction
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    """An event about to be appended: the fields the hash chain covers (``CHAINED_FIELDS``),
-    digests and never values."""
-
-    owner: str
-    at: str
-    actor: str
-    action: str
-    scope: str | None = None
-    key: str | None = None
-    lesson_id: str | None = None
-    before_version: int | None = None
-    after_version: int | None = None
-    before_digest: str | None = None
-    after_digest: str | None = None
-    reason: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def chained(self, prev_hash: str) -> dict[str, Any]:
-        """The stored form: every chained field, ``prev_hash`` and the event's ``hash``."""
-        event: dict[str, Any] = {name: getattr(self, name) for name in CHAINED_FIELDS}
-        event["prev_hash"] = prev_hash
-        event["hash"] = chain_hash(prev_hash, event)
-        return event
 
 
 def lesson_entry(

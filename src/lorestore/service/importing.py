@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lorestore.auth.actor import Actor
+from lorestore.core.audit import AuditEntry
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
 from lorestore.core.owner import Owner
@@ -35,7 +36,7 @@ from lorestore.portable.records import (
     scope_of,
     tombstone_line,
 )
-from lorestore.service.audit import AuditChain, AuditEntry
+from lorestore.service.audit import AuditChain
 from lorestore.service.base import ServiceBase
 from lorestore.service.corrections import rejected_value
 from lorestore.storage.protocol import (
