@@ -29,6 +29,27 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from lorestore.storage.postgres.setup import init_database
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+# Every tenant table: forced row-level security on each (test_postgres_rls), and every table
+# the migrations leave empty, which a pooled database is emptied of (test_pg_pool).
+TENANT_TABLES = frozenset(
+    {
+        "principals",
+        "memberships",
+        "lessons",
+        "lesson_versions",
+        "lesson_sessions",
+        "tombstones",
+        "audit_log",
+        "recall_log",
+        "scope_policies",
+        "owner_stats",
+        "tokens",
+        "invites",
+        "scope_bindings",
+        "token_usage",
+        "foreign_records",
+    }
+)
 
 
 def _reachable(url: str) -> bool:

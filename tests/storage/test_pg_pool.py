@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from tests.conftest import set_cap
-from tests.pg import Pool, Template
+from tests.pg import TENANT_TABLES, Pool, Template
 from tests.portable import header, import_lines, line
 
 from lorestore.auth.actor import local_actor
@@ -30,23 +30,7 @@ from lorestore.storage.postgres import PostgresStore
 
 ALICE = local_actor(principal="user:alice", session="pool-1")
 # Each table the fill below writes; together, every table the migrations leave empty.
-FILLED = {
-    "principals",
-    "memberships",
-    "lessons",
-    "lesson_versions",
-    "lesson_sessions",
-    "tombstones",
-    "audit_log",
-    "recall_log",
-    "scope_policies",
-    "owner_stats",
-    "tokens",
-    "invites",
-    "scope_bindings",
-    "token_usage",
-    "foreign_records",
-}
+FILLED = TENANT_TABLES
 # Which database the "fill" turn was lent, for the "inherit" turn run right after it.
 _lent: dict[str, str] = {}
 

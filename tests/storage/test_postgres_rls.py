@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 from tests.conftest import app_connection
-from tests.pg import Template
+from tests.pg import TENANT_TABLES, Template
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import (
@@ -26,23 +26,6 @@ from lorestore.storage.postgres import PostgresStore
 
 ALICE = local_actor(principal="user:alice", session="a")
 BOB = local_actor(principal="user:bob", session="b")
-TENANT_TABLES = {
-    "principals",
-    "memberships",
-    "lessons",
-    "lesson_versions",
-    "lesson_sessions",
-    "tombstones",
-    "audit_log",
-    "recall_log",
-    "scope_policies",
-    "owner_stats",
-    "tokens",
-    "invites",
-    "scope_bindings",
-    "token_usage",
-    "foreign_records",
-}
 
 
 @pytest.fixture
