@@ -17,7 +17,19 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
 
-LOREKIT = Path(__file__).resolve().parents[3] / "shared" / "peers" / "lorekit-cli" / "bin"
+
+def _lorekit_bin() -> Path:
+    """LoreKit's CLI in ``shared/peers`` beside the checkout (or beside a folder above it, for
+    a clone made deeper down), else where this machine keeps the shared folder."""
+    checkout = Path(__file__).resolve().parents[2]
+    for folder in (*checkout.parents, Path("/work")):
+        candidate = folder / "shared" / "peers" / "lorekit-cli" / "bin"
+        if (candidate / "lorekit.mjs").exists():
+            return candidate
+    return checkout.parent / "shared" / "peers" / "lorekit-cli" / "bin"
+
+
+LOREKIT = _lorekit_bin()
 WRITTEN = {
     "global": "g",  # the control: a scope LoreKit places itself
     "Repo::Acme/App": "mixed-case",
