@@ -236,13 +236,16 @@ def main() -> None:
         env.update(LORESTORE_HOME=home, LORESTORE_MAINTENANCE_HOURS="off")
         if args.database_url:
             env["LORESTORE_DATABASE_URL"] = args.database_url
-        tokens = prepare(env, max(p.clients for p in phases), args.seed_lessons)
+        # Tokens of its own for each phase: a token's per-minute budget (600) must not carry
+        # over from one phase into the next and refuse its requests.
+        tokens = prepare(env, sum(p.clients for p in phases), args.seed_lessons)
         port = free_port()
         server = start_server(env, port)
         try:
             url = f"http://{HOST}:{port}"
             for phase in phases:
-                run = drive(url, tokens, phase, args.seed_lessons, args.time_limit)
+                mine, tokens = tokens[: phase.clients], tokens[phase.clients :]
+                run = drive(url, mine, phase, args.seed_lessons, args.time_limit)
                 results.append(report(phase, *asyncio.run(run)))
         finally:
             server.send_signal(signal.SIGTERM)
