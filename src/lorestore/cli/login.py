@@ -141,6 +141,7 @@ def _keep(home: Path, url: str, token: str) -> Path:
             os.close(fd)
         os.replace(partial, path)
     except OSError as exc:
+        partial.unlink(missing_ok=True)  # never leave a copy of the token behind
         raise LorestoreError(
             "config_error",
             f"cannot write the credential to {path}: {exc.strerror}",
