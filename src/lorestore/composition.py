@@ -4,6 +4,7 @@ maintenance plan for an entry point. Nothing outside ``storage/`` opens a store 
 from __future__ import annotations
 
 from lorestore.config import Settings, sqlite_path
+from lorestore.core.errors import LorestoreError
 from lorestore.service import LessonService
 from lorestore.service.maintenance import SweepPlan
 from lorestore.storage.protocol import Store
@@ -12,8 +13,35 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def open_store(settings: Settings) -> Store:
-    """The backend named by LORESTORE_DATABASE_URL: PostgreSQL (as the app role) or SQLite."""
-    return open_database(settings.database_url)
+    """The backend named by LORESTORE_DATABASE_URL: PostgreSQL (as the app role) or SQLite.
+    It serves operations (serve, the CLI's commands, the MCP server, maintenance), so a
+    PostgreSQL role that bypasses row-level security is refused."""
+    store = open_database(settings.database_url)
+    bypass = rls_bypass(store)
+    if bypass is not None:
+        store.close()
+        raise LorestoreError(
+            "config_error",
+            bypass,
+            hint="connect as the application role: the URL `lorestore db init` printed "
+            "(user lorestore_app) in LORESTORE_DATABASE_URL",
+        )
+    return store
+
+
+def rls_bypass(store: Store) -> str | None:
+    """What is wrong when ``store`` is PostgreSQL reached as a superuser or a BYPASSRLS role:
+    row-level security then filters nothing. None for SQLite and for a role the policies
+    bind. Administration commands that need such a role (``db cap``) show it as a warning."""
+    from lorestore.storage.postgres import PostgresStore
+
+    role = store.role_bypassing_rls() if isinstance(store, PostgresStore) else None
+    if role is None:
+        return None
+    return (
+        f"PostgreSQL role {role!r} bypasses row-level security (a superuser or BYPASSRLS): "
+        "every tenant's lessons would reach every caller"
+    )
 
 
 def open_database(url: str, *, pool_size: int | None = None) -> Store:

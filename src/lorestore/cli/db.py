@@ -113,9 +113,10 @@ def cap_command(
     """Set an owner's cap on active lessons (10,000 unless set). Writes and restores beyond
     it fail with cap_exceeded; archiving, deleting or purging expired lessons makes room
     (an expired lesson counts until the purge sweep erases it)."""
-    from lorestore.composition import open_database
+    from lorestore.composition import open_database, rls_bypass
     from lorestore.config import load_settings
 
+    warning = None
     try:
         kind, _, name = owner.strip().lower().partition(":")
         named = re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,62}", name)  # a user's or org's name
@@ -137,6 +138,7 @@ def cap_command(
             database_url = settings.database_url
         store = open_database(database_url)
         try:
+            warning = rls_bypass(store)  # this command needs such a role: said, not refused
             target = f"{kind}:{name}"
             # A user is a principal from the first time it acts or is named: the transaction
             # registers it, as it does an actor's first write (both backends).
@@ -152,5 +154,10 @@ def cap_command(
             store.close()
     except LorestoreError as error:
         raise failure(error, json_output) from None
-    result = {"owner": f"{kind}:{name}", "max_active": limit}
-    print(json.dumps(result) if json_output else f"{result['owner']}: at most {limit:,} active")
+    result: dict[str, object] = {"owner": f"{kind}:{name}", "max_active": limit}
+    if json_output:
+        print(json.dumps(result | ({"warning": warning} if warning else {})))
+        return
+    if warning:
+        print(f"warning: {warning}; fine for this command, never for serve", file=sys.stderr)
+    print(f"{result['owner']}: at most {limit:,} active")

@@ -48,6 +48,17 @@ class PostgresStore:
         self._registered: set[str] = set()
         self._check_schema()
 
+    def role_bypassing_rls(self) -> str | None:
+        """The connected role's name when it is a superuser or has BYPASSRLS (row-level
+        security would then filter nothing: every tenant's rows reach every caller); None
+        for a role the policies bind, as the app role is."""
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT current_user AS role, rolsuper OR rolbypassrls AS bypasses "
+                "FROM pg_roles WHERE rolname = current_user"
+            ).fetchone()
+        return str(row["role"]) if row and row["bypasses"] else None
+
     def _check_schema(self) -> None:
         from lorestore.storage.postgres.setup import check_migrations
 
