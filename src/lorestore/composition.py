@@ -33,9 +33,9 @@ def rls_bypass(store: Store) -> str | None:
     """What is wrong when ``store`` is PostgreSQL reached as a superuser or a BYPASSRLS role:
     row-level security then filters nothing. None for SQLite and for a role the policies
     bind. Administration commands that need such a role (``db cap``) show it as a warning."""
-    from lorestore.storage.postgres import PostgresStore
-
-    role = store.role_bypassing_rls() if isinstance(store, PostgresStore) else None
+    # Only PostgresStore has the check; asked by name, so SQLite never imports the driver.
+    check = getattr(store, "role_bypassing_rls", None)
+    role = check() if check is not None else None
     if role is None:
         return None
     return (
