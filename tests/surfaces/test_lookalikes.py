@@ -97,3 +97,72 @@ def test_a_write_token_cannot_restore_a_curated_lesson_a_review_token_can(
 def _lesson(result: Any) -> dict[str, Any]:
     lesson: dict[str, Any] = result["lesson"]
     return lesson
+
+
+# --- 19.12: look-alike keys ---------------------------------------------------------------
+
+VERIFIED = "Run the local PostgreSQL on port 5433"
+CYRILLIC_KEY = "pg-l\u043e\u0441al"  # о and с are Cyrillic
+
+
+def test_cli_refuses_invisible_and_blank_keys_and_holds_a_confusable_one(
+    cli: Cli, backend: str
+) -> None:
+    cli.ok("write", S, "pg-local", VERIFIED)
+    cli.ok("verify", S, "pg-local")
+    before = cli.ok("audit")["events"]
+    for key, code in (
+        ("\u200b\u200b", "invalid_key"),  # zero-width spaces only
+        ("\u2800", "invalid_key"),  # a braille blank only
+        ("pg\u200b-local", "invalid_key"),  # a zero-width space inside
+        ("pg-local\u2060", "invalid_key"),  # a word joiner at the end
+    ):
+        refused = cli("write", S, key, "Run it on 5432", "--json")
+        assert refused.exit_code == 2, key
+        error = refused.error()
+        assert error["code"] == code and error["hint"], error
+    assert "'pg-local'" in cli("write", S, "pg\u200b-local", "x", "--json").error()["hint"]
+    assert cli.ok("audit")["events"] == before  # the refusals changed nothing
+    # A key confusable with pg-local is stored held for review, not offered beside it.
+    held = cli.ok("write", S, CYRILLIC_KEY, "Run the local PostgreSQL on port 5432")
+    assert held["result"] == "created" and held["held"] == ["confusable_key:pg-local"]
+    assert held["lesson"]["trust"] == "disputed"
+    recall = cli.ok("recall", "--repo", "acme/app", "--task", "local PostgreSQL port")
+    assert [o["lesson"]["key"] for o in recall["offered"]] == ["pg-local"]
+    reasons = {h["key"]: h["reasons"] for h in recall["held"]}
+    assert reasons[CYRILLIC_KEY] == ["disputed"]
+    queue = cli.ok("review-queue")["items"]
+    assert [(i["reason"], i["lesson"]["key"]) for i in queue] == [("disputed", CYRILLIC_KEY)]
+    # Positive controls: a genuinely different key lands as a candidate and is offered.
+    other = cli.ok("write", S, "pg-remote", "Run the remote PostgreSQL on port 6432")
+    assert (other["result"], other["held"], other["lesson"]["trust"]) == (
+        "created",
+        [],
+        "candidate",
+    )
+    recall = cli.ok("recall", "--repo", "acme/app", "--task", "PostgreSQL port")
+    assert {o["lesson"]["key"] for o in recall["offered"]} == {"pg-local", "pg-remote"}
+
+
+def test_mcp_agent_key_lookalike_is_held_a_distinct_key_is_not(
+    home: Path, cli: Cli, backend: str
+) -> None:
+    cli.ok("write", S, "pg-local", VERIFIED)
+    cli.ok("verify", S, "pg-local")
+
+    async def agent(tools: Tools) -> None:
+        error = await tools.error("memory_write", scope=S, key="\u200b", value="x")
+        assert error["code"] == "invalid_key"
+        error = await tools.error("memory_write", scope=S, key="pg\u200b-local", value="x")
+        assert error["code"] == "invalid_key" and "U+200B" in error["message"]
+        for key in (CYRILLIC_KEY, "PG-LOCAL", "\uff50\uff47-local"):  # Cyrillic, case, full width
+            out = await tools.ok("memory_write", scope=S, key=key, value=f"Use 5432 ({key})")
+            assert "confusable_key:pg-local" in out["held"], key
+            assert out["lesson"]["trust"] == "disputed"
+        fine = await tools.ok("memory_write", scope=S, key="pg-locale", value="Use C.UTF-8")
+        assert (fine["held"], fine["lesson"]["trust"]) == ([], "candidate")
+        recall = await tools.ok("memory_recall", repo="acme/app", task="port 5432 local")
+        offered = {o["lesson"]["key"] for o in recall["offered"]}
+        assert "pg-local" in offered and CYRILLIC_KEY not in offered
+
+    run_mcp(home, agent, **mcp_env(backend))

@@ -416,6 +416,18 @@ SELECT owner, pk, version, 'accepted', value, value_digest, tags, valid_from, va
     recorded_at, NULL, %(actor)s, source
 FROM lessons WHERE pk = ANY (%(pks)s) ORDER BY pk;
 
+-- name: lookalike_keys
+-- Keys of a scope that may look like a key of this skeleton: the one equal to it in ASCII
+-- case, and every key with a non-ASCII character (its length in bytes is not in characters).
+SELECT key FROM lessons
+WHERE owner = %(owner)s AND scope = %(scope)s
+  AND (lower(key) = %(skeleton)s OR length(key) <> octet_length(key));
+
+-- name: rejected_values
+-- Keys and values of an owner's rejected lessons at these scopes.
+SELECT key, value FROM lessons
+WHERE owner = %(owner)s AND trust = 'rejected' AND scope = ANY (%(scopes)s);
+
 -- name: live_tombstones
 -- An owner's live tombstones of any of these digests, at any scope, oldest first.
 SELECT * FROM tombstones

@@ -498,6 +498,18 @@ SELECT pk, version, 'accepted', value, value_digest, tags, valid_from, valid_to,
     recorded_at, NULL, :actor, source
 FROM lessons WHERE pk IN (SELECT value FROM json_each(:pks)) ORDER BY pk;
 
+-- name: lookalike_keys
+-- Keys of a scope that may look like a key of this skeleton: the one equal to it in ASCII
+-- case, and every key with a non-ASCII character (its length in bytes is not in characters).
+SELECT key FROM lessons
+WHERE owner = :owner AND scope = :scope
+  AND (lower(key) = :skeleton OR length(key) <> length(CAST(key AS BLOB)));
+
+-- name: rejected_values
+-- Keys and values of an owner's rejected lessons at these scopes.
+SELECT key, value FROM lessons
+WHERE owner = :owner AND trust = 'rejected' AND scope IN (SELECT value FROM json_each(:scopes));
+
 -- name: live_tombstones
 -- An owner's live tombstones of any of these digests, at any scope, oldest first.
 SELECT * FROM tombstones
