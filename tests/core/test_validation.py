@@ -12,8 +12,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from lorestore.core.errors import LorestoreError
 from lorestore.core.confusables import skeleton
+from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import (
     _IGNORABLE,
     _folded,

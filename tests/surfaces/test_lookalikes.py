@@ -6,7 +6,7 @@ control.
 - 9: restoring a verified or disputed lesson a reviewer archived needs what archiving it
   needs (``review``), not only ``write``.
 - 12: a key of invisible characters only, or with one inside, is refused (``invalid_key``);
-  a key confusable with another key of the scope (``pg-lосal`` in Cyrillic beside
+  a key confusable with another key of the scope (``pg-local`` with a Cyrillic o and c, beside
   ``pg-local``) is stored held for review (``disputed``), not offered beside it.
 - 13: after ``Use tabs for indentation`` is rejected, its trailing-stop, Cyrillic, U+2800 and
   markdown-emphasis spellings are refused; a near-duplicate that still gets through (other
@@ -102,7 +102,7 @@ def _lesson(result: Any) -> dict[str, Any]:
 # --- 19.12: look-alike keys ---------------------------------------------------------------
 
 VERIFIED = "Run the local PostgreSQL on port 5433"
-CYRILLIC_KEY = "pg-l\u043e\u0441al"  # о and с are Cyrillic
+CYRILLIC_KEY = "pg-l\u043e\u0441al"  # its o and c are Cyrillic
 
 
 def test_cli_refuses_invisible_and_blank_keys_and_holds_a_confusable_one(
@@ -164,5 +164,70 @@ def test_mcp_agent_key_lookalike_is_held_a_distinct_key_is_not(
         recall = await tools.ok("memory_recall", repo="acme/app", task="port 5432 local")
         offered = {o["lesson"]["key"] for o in recall["offered"]}
         assert "pg-local" in offered and CYRILLIC_KEY not in offered
+
+    run_mcp(home, agent, **mcp_env(backend))
+
+
+# --- 19.13: look-alike values and a tombstone --------------------------------------------
+
+REJECTED = "Use tabs for indentation"
+SPELLINGS = (
+    "Use tabs for indentation.",  # a trailing stop
+    "Us\u0435 tabs for indentation",  # a Cyrillic e (U+0435)
+    "Use\u2800tabs\u2800for\u2800indentation",  # braille blanks for spaces
+    "**Use tabs** for *indentation*",  # markdown emphasis
+    "_Use tabs for indentation_",
+    "`Use tabs` for indentation",
+)
+NEAR = "Use tabs, for indentation"  # other punctuation: not refused, held
+DISTINCT = ("Use spaces for indentation", "Use tabs for alignment")
+
+
+def test_cli_refuses_lookalike_values_holds_a_near_one_stores_distinct_ones(
+    cli: Cli, backend: str
+) -> None:
+    cli.ok("write", S, "indent", REJECTED)
+    cli.ok("reject", S, "indent", "--reason", "the style guide says spaces")
+    before = cli.ok("audit")["events"]
+    for n, spelling in enumerate(SPELLINGS):
+        refused = cli("write", S, f"copy-{n}", spelling, "--json")
+        assert refused.exit_code == 1, spelling
+        error = refused.error()
+        assert error["code"] == "rejected_value" and error["details"]["key"] == "indent"
+    assert cli.ok("audit")["events"] == before  # the refusals changed nothing
+    near = cli.ok("write", S, "near", NEAR)
+    assert (near["result"], near["held"], near["lesson"]["trust"]) == (
+        "created",
+        ["near_rejected:indent"],
+        "disputed",
+    )
+    # Positive controls: two genuinely different lessons are both stored and served.
+    for n, value in enumerate(DISTINCT):
+        out = cli.ok("write", S, f"distinct-{n}", value)
+        assert (out["result"], out["held"], out["lesson"]["trust"]) == ("created", [], "candidate")
+    recall = cli.ok("recall", "--repo", "acme/app", "--task", "tabs spaces indentation alignment")
+    assert {o["lesson"]["key"] for o in recall["offered"]} == {"distinct-0", "distinct-1"}
+    assert {h["key"]: h["reasons"] for h in recall["held"]}["near"] == ["disputed"]
+    # The rejected value still lands outside the tombstone's ladder.
+    assert cli.ok("write", "repo::acme/other", "indent", SPELLINGS[1])["result"] == "created"
+
+
+def test_mcp_refuses_lookalike_values_holds_a_near_one(home: Path, cli: Cli, backend: str) -> None:
+    cli.ok("write", S, "indent", REJECTED)
+    cli.ok("reject", S, "indent", "--reason", "the style guide says spaces")
+
+    async def agent(tools: Tools) -> None:
+        for spelling in SPELLINGS:
+            error = await tools.error("memory_write", scope=S, key="again", value=spelling)
+            assert error["code"] == "rejected_value", spelling
+        near = await tools.ok("memory_write", scope=S, key="again", value=NEAR)
+        assert near["held"] == ["near_rejected:indent"]
+        assert near["lesson"]["trust"] == "disputed"
+        for n, value in enumerate(DISTINCT):
+            out = await tools.ok("memory_write", scope=S, key=f"distinct-{n}", value=value)
+            assert (out["held"], out["lesson"]["trust"]) == ([], "candidate")
+        recall = await tools.ok("memory_recall", repo="acme/app", task="tabs indentation")
+        offered = {o["lesson"]["key"] for o in recall["offered"]}
+        assert "again" not in offered and "distinct-0" in offered
 
     run_mcp(home, agent, **mcp_env(backend))

@@ -1,6 +1,6 @@
 """The confusables skeleton (Unicode UTS #39) of text: each non-ASCII character that looks like
-another is replaced by the one prototype of its class, so ``Usе`` with a Cyrillic ``е`` and
-``Use`` have one skeleton.
+another is replaced by the one prototype of its class, so ``Use`` spelled with
+U+0435 CYRILLIC SMALL LETTER IE and ``Use`` have one skeleton.
 
 The table is ``confusables.json`` beside this module, generated from Unicode's
 ``confusables.txt`` as the ``confusable-homoglyphs`` package ships it (a dev dependency,

@@ -16,9 +16,7 @@ from typing import Literal, get_args
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Trust
 
-TrustEvent = Literal[
-    "corroborate", "verify", "reject", "dispute", "revise", "undo_reject", "hold"
-]
+TrustEvent = Literal["corroborate", "verify", "reject", "dispute", "revise", "undo_reject", "hold"]
 
 _TRANSITIONS: dict[TrustEvent, dict[Trust, Trust]] = {
     "corroborate": {"candidate": "corroborated"},
