@@ -231,3 +231,20 @@ def test_mcp_refuses_lookalike_values_holds_a_near_one(home: Path, cli: Cli, bac
         assert "again" not in offered and "distinct-0" in offered
 
     run_mcp(home, agent, **mcp_env(backend))
+
+
+def test_a_value_near_a_rejected_revision_is_held_until_the_rejection_is_lifted(
+    cli: Cli, backend: str
+) -> None:
+    cli.ok("write", S, "indent", "Use spaces for indentation")
+    cli.ok("verify", S, "indent")
+    assert cli.ok("write", S, "indent", REJECTED)["result"] == "proposed"
+    cli.ok("reject", S, "indent", "--revision", "--reason", "spaces, as the guide says")
+    refused = cli("write", S, "tabs", SPELLINGS[1], "--json")
+    assert refused.exit_code == 1 and refused.error()["code"] == "rejected_value"
+    held = cli.ok("write", S, "tabs", NEAR)
+    assert (held["held"], held["lesson"]["trust"]) == (["near_rejected:indent"], "disputed")
+    # Lifted, the rejection holds nothing any more: the near value lands as a candidate.
+    cli.ok("reject", S, "indent", "--undo", "--revision", "--reason", "tabs are fine after all")
+    out = cli.ok("write", S, "tabs-again", NEAR)
+    assert (out["held"], out["lesson"]["trust"]) == ([], "candidate")

@@ -313,7 +313,8 @@ class Transaction(Protocol):
         one equal to it in ASCII case and every non-ASCII key; the caller compares."""
 
     def rejected_values(self, owner: str, scopes: Sequence[str]) -> list[tuple[str, str]]:
-        """Key and value of each of the owner's rejected lessons at these scopes."""
+        """The values the owner's live tombstones at these scopes hold (a rejected lesson's
+        or a rejected revision's, read from its versions), each with its lesson's key."""
 
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         """The owner's live tombstones of any of these digests, at any scope, oldest

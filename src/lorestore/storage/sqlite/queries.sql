@@ -506,9 +506,13 @@ WHERE owner = :owner AND scope = :scope
   AND (lower(key) = :skeleton OR length(key) <> length(CAST(key AS BLOB)));
 
 -- name: rejected_values
--- Keys and values of an owner's rejected lessons at these scopes.
-SELECT key, value FROM lessons
-WHERE owner = :owner AND trust = 'rejected' AND scope IN (SELECT value FROM json_each(:scopes));
+-- The values an owner's live tombstones at these scopes hold, with their lessons' keys: a
+-- rejected lesson's, or a rejected revision's (a version of the digest the tombstone holds).
+SELECT l.key, v.value FROM tombstones AS t
+JOIN lessons AS l ON l.id = t.lesson_id AND l.owner = t.owner
+JOIN lesson_versions AS v ON v.lesson_pk = l.pk AND v.value_digest = t.value_digest
+WHERE t.owner = :owner AND t.lifted_at IS NULL
+  AND t.scope IN (SELECT value FROM json_each(:scopes));
 
 -- name: live_tombstones
 -- An owner's live tombstones of any of these digests, at any scope, oldest first.
