@@ -36,8 +36,9 @@ def look_alike(
 ) -> list[str]:
     """Why a write that passed the tombstones is held for review, as reason codes:
     ``near_rejected:<key>`` (its value is near a value a live tombstone at the scope or a
-    broader one rejected: a lesson's or a revision's) and, for a new address, ``confusable_key:<key>`` (its key looks like
-    another key of the scope). Empty when it looks like nothing else."""
+    broader one rejected: a lesson's or a revision's) and, for a new address,
+    ``confusable_key:<key>`` (its key looks like another key of the scope). Empty when it
+    looks like nothing else."""
     reasons = []
     rungs = sorted(tombstones.ladder(scope))
     near = tombstones.near_rejection(value, tx.rejected_values(owner, rungs))
