@@ -178,6 +178,12 @@ class WriteResult(Result):
         "proposed: a new value for a verified lesson, awaiting review"
     )
     lesson: Lesson = Field(description="the lesson as now served")
+    held: list[str] = Field(
+        default_factory=list,
+        description="why the write is held for review (trust disputed, not recalled): "
+        "confusable_key:<key> (the key looks like another key of the scope), "
+        "near_rejected:<key> (the value is near a rejected lesson's)",
+    )
 
 
 class ReadParams(Address):

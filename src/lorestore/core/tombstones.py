@@ -1,5 +1,10 @@
 """The tombstone rule: which rejection refuses a value at a scope, and the refusal it gets.
 
+Beside the refusal, the two holds of a write that looks like something else
+(``look_alike``): a value near a rejected one (the same but for punctuation and symbols,
+which a tombstone does not refuse, as ``a == b`` is not ``a = b``), and a new key confusable
+with another key of its scope. Such a write is stored withheld for review (trust ``hold``).
+
 Every path that brings a value in (write, restore, accepting a revision, import, migrate,
 rejecting the copies of a value) gathers the owner's live tombstones of the value's digests
 (``value_digests``) and asks ``refusing_tombstone``; a refusal is ``rejected_value``'s. Pure:
@@ -13,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, TypeVar
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.normalise import value_digests
+from lorestore.core.normalise import key_skeleton, near_digest, value_digests
 from lorestore.core.scope import Scope, parse_scope
 
 
@@ -125,3 +130,21 @@ def rejected_value(
         hint=f"write a corrected lesson instead; {lift}",
         details=details,
     )
+
+
+def near_rejection(value: str, rejected: Iterable[tuple[str, str]]) -> str | None:
+    """The key of a rejected lesson (``rejected``: key and value) whose value ``value`` is
+    near (``near_digest``), if any."""
+    near = near_digest(value)
+    if near is None:
+        return None
+    for key, other in rejected:
+        if near_digest(other) == near:
+            return key
+    return None
+
+
+def confusable_keys(key: str, keys: Iterable[str]) -> list[str]:
+    """The other keys of the scope (``keys``) that look like ``key``, sorted."""
+    looks = key_skeleton(key)
+    return sorted({other for other in keys if other != key and key_skeleton(other) == looks})

@@ -4,7 +4,8 @@ change of a stored lesson's trust goes through ``transition``; a new lesson star
 searching and recall are not events and never move it.
 
 Only a person (a ``review`` permission) causes ``verify``, ``reject`` and ``undo_reject``;
-``corroborate`` comes from recurrence; ``dispute`` from anyone who may write.
+``corroborate`` comes from recurrence; ``dispute`` from anyone who may write; ``hold`` from a
+write that looks like another key or a rejected value (``core/tombstones.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Literal, get_args
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Trust
 
-TrustEvent = Literal["corroborate", "verify", "reject", "dispute", "revise", "undo_reject"]
+TrustEvent = Literal["corroborate", "verify", "reject", "dispute", "revise", "undo_reject", "hold"]
 
 _TRANSITIONS: dict[TrustEvent, dict[Trust, Trust]] = {
     "corroborate": {"candidate": "corroborated"},
@@ -45,6 +46,9 @@ _TRANSITIONS: dict[TrustEvent, dict[Trust, Trust]] = {
         "rejected": "candidate",
     },
     "undo_reject": {"rejected": "candidate"},
+    # A write that looks like something else (a key confusable with another of its scope, a
+    # value near a rejected one) is stored withheld, as a dispute, until a reviewer decides.
+    "hold": {"candidate": "disputed", "corroborated": "disputed", "disputed": "disputed"},
 }
 
 _REFUSALS: dict[tuple[TrustEvent, Trust], str] = {

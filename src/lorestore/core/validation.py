@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timedelta
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.normalise import is_blank
+from lorestore.core.normalise import first_invisible, is_blank
 
 MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 64 * 1024
@@ -33,11 +34,12 @@ def has_control(text: str) -> bool:
 
 def validate_key(key: str) -> str:
     """A key is 1-512 characters with no control characters; surrounding spaces are trimmed."""
-    if not isinstance(key, str) or not key.strip():
+    if not isinstance(key, str) or is_blank(key):
         raise LorestoreError(
             "invalid_key",
             "a key is required",
-            hint="name the lesson, e.g. integration-tests-need-postgres",
+            hint="name the lesson, e.g. integration-tests-need-postgres (a key of spaces or "
+            "invisible characters only is none)",
         )
     key = key.strip()
     if len(key) > MAX_KEY_CHARS:
@@ -51,6 +53,24 @@ def validate_key(key: str) -> str:
             "invalid_key",
             "key contains a control character (newline, tab, ...)",
             hint="keys are one line of printable text",
+        )
+    return key
+
+
+def validate_new_key(key: str) -> str:
+    """``validate_key``, and no invisible character (default-ignorable, such as a zero-width
+    space, or a blank glyph such as U+2800) anywhere: a key written with one looks like
+    another key and is not that key. Keys stored before this rule still read."""
+    key = validate_key(key)
+    invisible = first_invisible(key)
+    if invisible is not None:
+        name = unicodedata.name(invisible, "a format character")
+        visible = "".join(c for c in key if first_invisible(c) is None)
+        raise LorestoreError(
+            "invalid_key",
+            f"key contains an invisible character (U+{ord(invisible):04X} {name})",
+            hint=f"keys are visible text: write it as {visible!r}",
+            details={"code_point": f"U+{ord(invisible):04X}"},
         )
     return key
 

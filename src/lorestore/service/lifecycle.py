@@ -46,8 +46,7 @@ class LifecycleOperations(ServiceBase):
             stored = self._existing(tx, owner, scope, key)
             if stored.lesson.status == status:
                 return LessonResult(lesson=stored.lesson)
-            if status == "archived":
-                self._check_archivable(actor, stored)
+            self._check_curated_status(actor, stored, status)
             if status == "active" and stored.lesson.trust != "rejected":
                 # A value rejected while this copy was archived must not come back with it.
                 check_tombstone(tx, owner, parse_scope(scope), value_digests(stored.lesson.value))
@@ -72,12 +71,15 @@ class LifecycleOperations(ServiceBase):
         return LessonResult(lesson=updated)
 
     @staticmethod
-    def _check_archivable(actor: Actor, stored: StoredLesson) -> None:
-        """A verified lesson is archived by a reviewer, as it is changed, relabelled or set to
-        expire by one: the purge sweep erases what stays archived past the retention, a
-        delete an agent may not make."""
+    def _check_curated_status(actor: Actor, stored: StoredLesson, status: str) -> None:
+        """A verified or disputed lesson is archived and restored by a reviewer, as it is
+        changed, relabelled or set to expire by one: the purge sweep erases what stays
+        archived, a delete an agent may not make; and a curated lesson a reviewer put away
+        is not for a write token to bring back into recall."""
         trust = stored.lesson.trust
-        if trust in CURATED and not actor.can("review"):
+        if trust not in CURATED or actor.can("review"):
+            return
+        if status == "archived":
             raise LorestoreError(
                 "forbidden",
                 f"archiving a {trust} lesson is a reviewer's call (the purge sweep erases "
@@ -90,6 +92,13 @@ class LifecycleOperations(ServiceBase):
                 ),
                 details={"trust": trust},
             )
+        raise LorestoreError(
+            "forbidden",
+            f"restoring a {trust} lesson is a reviewer's call, as archiving it is",
+            hint="ask a reviewer to restore it (`lorestore restore SCOPE KEY` with the review "
+            "permission), or write a new lesson under another key",
+            details={"trust": trust},
+        )
 
     def memory_delete(self, actor: Actor, p: DeleteParams) -> DeleteResult:
         scope, key = address(p.scope, p.key)

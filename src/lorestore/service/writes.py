@@ -31,14 +31,14 @@ from lorestore.core.scope import parse_scope
 from lorestore.core.trust import transition
 from lorestore.core.validation import (
     validate_address,
-    validate_key,
+    validate_new_key,
     validate_tags,
     validate_ttl,
     validate_value,
 )
 from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, bounded, is_expired, version_of
-from lorestore.service.corrections import check_tombstone
+from lorestore.service.corrections import check_tombstone, look_alike
 from lorestore.storage.protocol import StoredLesson, Transaction
 
 # Lessons whose value, labels, expiry and archiving are a reviewer's: verified ones, and
@@ -118,7 +118,7 @@ class WriteOperations(ServiceBase):
     def memory_write(self, actor: Actor, p: WriteParams) -> WriteResult:
         scope = parse_scope(p.scope)
         self._authorise(actor, "write", scope.text)
-        key, value = validate_key(p.key), validate_value(p.value)
+        key, value = validate_new_key(p.key), validate_value(p.value)
         validate_address(scope.text, key)
         tags = None if p.tags is None else list(validate_tags(p.tags))
         ttl = validate_ttl(p.ttl_days)
@@ -148,6 +148,7 @@ class WriteOperations(ServiceBase):
             stored = tx.lesson_at(owner, scope.text, key)
             self._check_if_version(p.if_version, stored)
             if stored is None:
+                held = look_alike(tx, owner, scope, key, value, new_address=True)
                 lesson = Lesson(
                     id=str(uuid.uuid4()),
                     scope=scope.text,
@@ -166,13 +167,22 @@ class WriteOperations(ServiceBase):
                     expires_at=expires_at,
                     source=source,
                     depends_on=depends_on or [],
+                    trust=transition("candidate", "hold") if held else "candidate",
                 )
                 pk = tx.insert_lesson(lesson, digest)
                 tx.insert_version(pk, version_of(lesson, digest, actor))
                 if session:
                     tx.add_session(pk, digest, session, now)
-                self._audit(tx, actor, "write.created", lesson, after=(1, digest), at=now)
-                return WriteResult(result="created", lesson=lesson)
+                self._audit(
+                    tx,
+                    actor,
+                    "write.created",
+                    lesson,
+                    after=(1, digest),
+                    at=now,
+                    detail={"held": held} if held else None,
+                )
+                return WriteResult(result="created", lesson=lesson, held=held)
             current = stored.lesson
             self._check_writable(current, now, ttl is not None or p.clear_ttl)
             changes: dict[str, Any] = {
@@ -201,7 +211,8 @@ class WriteOperations(ServiceBase):
                 # A TTL given with a proposal applies to the served lesson now: a reviewer's.
                 self._check_curation(actor, current, {"expires_at": changes["expires_at"]})
                 return self._propose(tx, actor, stored, digest, changes)
-            return self._new_version(tx, actor, stored, digest, session, changes)
+            held = look_alike(tx, owner, scope, key, value, new_address=False)
+            return self._new_version(tx, actor, stored, digest, session, changes, held)
 
     @staticmethod
     def _check_curation(actor: Actor, current: Lesson, changes: dict[str, Any]) -> None:
@@ -286,8 +297,12 @@ class WriteOperations(ServiceBase):
         digest: str,
         session: str | None,
         changes: dict[str, Any],
+        held: list[str],
     ) -> WriteResult:
         lesson = stored.lesson
+        trust = transition(lesson.trust, "revise")
+        if held:  # a new value near a rejected one waits for a reviewer
+            trust = transition(trust, "hold")
         if stored.pending_version is not None:  # a proposal this write overtakes (a disputed
             tx.set_version_state(stored.pk, stored.pending_version, "superseded")  # lesson)
         updated = lesson.model_copy(
@@ -295,7 +310,7 @@ class WriteOperations(ServiceBase):
             | {
                 "version": tx.max_version(stored.pk) + 1,
                 "seen_count": 1,
-                "trust": transition(lesson.trust, "revise"),
+                "trust": trust,
                 "review": None,
                 "pending_revision": False,
             }
@@ -314,10 +329,10 @@ class WriteOperations(ServiceBase):
             updated,
             before=(lesson.version, stored.value_digest),
             after=(updated.version, digest),
-            detail={"trust_before": lesson.trust},
+            detail={"trust_before": lesson.trust} | ({"held": held} if held else {}),
             at=changes["recorded_at"],
         )
-        return WriteResult(result="updated", lesson=updated)
+        return WriteResult(result="updated", lesson=updated, held=held)
 
     def _propose(
         self,

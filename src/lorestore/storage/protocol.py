@@ -308,6 +308,14 @@ class Transaction(Protocol):
     def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
         """``append_audit`` for many events at once, chained already, in order."""
 
+    def lookalike_keys(self, owner: str, scope: str, skeleton: str) -> list[str]:
+        """Keys at a scope that may look like a key of this skeleton (``key_skeleton``): the
+        one equal to it in ASCII case and every non-ASCII key; the caller compares."""
+
+    def rejected_values(self, owner: str, scopes: Sequence[str]) -> list[tuple[str, str]]:
+        """The values the owner's live tombstones at these scopes hold (a rejected lesson's
+        or a rejected revision's, read from its versions), each with its lesson's key."""
+
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         """The owner's live tombstones of any of these digests, at any scope, oldest
         first; the caller matches the scopes (``core/tombstones.refusing_tombstone``)."""

@@ -416,6 +416,21 @@ SELECT owner, pk, version, 'accepted', value, value_digest, tags, valid_from, va
     recorded_at, NULL, %(actor)s, source
 FROM lessons WHERE pk = ANY (%(pks)s) ORDER BY pk;
 
+-- name: lookalike_keys
+-- Keys of a scope that may look like a key of this skeleton: the one equal to it in ASCII
+-- case, and every key with a non-ASCII character (its length in bytes is not in characters).
+SELECT key FROM lessons
+WHERE owner = %(owner)s AND scope = %(scope)s
+  AND (lower(key) = %(skeleton)s OR length(key) <> octet_length(key));
+
+-- name: rejected_values
+-- The values an owner's live tombstones at these scopes hold, with their lessons' keys: a
+-- rejected lesson's, or a rejected revision's (a version of the digest the tombstone holds).
+SELECT l.key, v.value FROM tombstones AS t
+JOIN lessons AS l ON l.id = t.lesson_id AND l.owner = t.owner
+JOIN lesson_versions AS v ON v.lesson_pk = l.pk AND v.value_digest = t.value_digest
+WHERE t.owner = %(owner)s AND t.lifted_at IS NULL AND t.scope = ANY (%(scopes)s);
+
 -- name: live_tombstones
 -- An owner's live tombstones of any of these digests, at any scope, oldest first.
 SELECT * FROM tombstones

@@ -46,6 +46,14 @@ class BulkPrimitives(SQLBase):
         if pks:
             self._exec("insert_served_versions", {"pks": self._array(pks), "actor": actor})
 
+    def lookalike_keys(self, owner: str, scope: str, skeleton: str) -> list[str]:
+        params = {"owner": owner, "scope": scope, "skeleton": skeleton}
+        return [str(r["key"]) for r in self._all("lookalike_keys", params)]
+
+    def rejected_values(self, owner: str, scopes: Sequence[str]) -> list[tuple[str, str]]:
+        params = {"owner": owner, "scopes": self._array(scopes)}
+        return [(str(r["key"]), str(r["value"])) for r in self._all("rejected_values", params)]
+
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         params = {"owner": owner, "digests": self._array(digests)}
         return [tombstone_from_row(r) for r in self._all("live_tombstones", params)]

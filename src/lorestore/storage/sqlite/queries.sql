@@ -498,6 +498,22 @@ SELECT pk, version, 'accepted', value, value_digest, tags, valid_from, valid_to,
     recorded_at, NULL, :actor, source
 FROM lessons WHERE pk IN (SELECT value FROM json_each(:pks)) ORDER BY pk;
 
+-- name: lookalike_keys
+-- Keys of a scope that may look like a key of this skeleton: the one equal to it in ASCII
+-- case, and every key with a non-ASCII character (its length in bytes is not in characters).
+SELECT key FROM lessons
+WHERE owner = :owner AND scope = :scope
+  AND (lower(key) = :skeleton OR length(key) <> length(CAST(key AS BLOB)));
+
+-- name: rejected_values
+-- The values an owner's live tombstones at these scopes hold, with their lessons' keys: a
+-- rejected lesson's, or a rejected revision's (a version of the digest the tombstone holds).
+SELECT l.key, v.value FROM tombstones AS t
+JOIN lessons AS l ON l.id = t.lesson_id AND l.owner = t.owner
+JOIN lesson_versions AS v ON v.lesson_pk = l.pk AND v.value_digest = t.value_digest
+WHERE t.owner = :owner AND t.lifted_at IS NULL
+  AND t.scope IN (SELECT value FROM json_each(:scopes));
+
 -- name: live_tombstones
 -- An owner's live tombstones of any of these digests, at any scope, oldest first.
 SELECT * FROM tombstones
