@@ -379,6 +379,16 @@ class ImportOperations(ServiceBase):
         their ids): the same lesson, another state of it, another lesson at the address, or
         an id another tenant uses."""
         compared: list[tuple[_Admitted, StoredLesson]] = []
+        # An insert that found its id taken though the read before it did not: a concurrent
+        # import committed the same lesson in between (PostgreSQL's read committed sees it
+        # now). Read those ids again, so that the lesson is compared, not refused.
+        late: dict[str, list[str]] = defaultdict(list)
+        for entry in held:
+            if (entry.owner, entry.id) not in stored:
+                late[entry.owner].append(entry.id)
+        for owner, ids in late.items():
+            for found in batch.tx.lessons_by_ids(owner, ids):
+                stored[(owner, found.lesson.id)] = found
         for entry in held:
             lesson = entry.record
             existing = stored.get((entry.owner, entry.id))
