@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,8 +61,10 @@ class ImportContext:
     format: Format
     dry_run: bool
     # A dry run rolls every batch back; the tombstones it would have added still refuse the
-    # lessons after them in the same file.
+    # lessons after them in the same file, and the active lessons it would have added count
+    # against their owners' caps in the batches after them.
     dry_tombstones: list[Tombstone] = field(default_factory=list)
+    dry_active: Counter[str] = field(default_factory=Counter)
 
 
 class _DryRunDoneError(Exception):
@@ -83,6 +85,7 @@ class _Batch:
         self._actor = actor
         self._owners: dict[str, str | LorestoreError] = {}
         self._chain = AuditChain(tx)
+        self.added_active: Counter[str] = Counter()  # per owner, by this transaction
 
     def owner(self, scope: str) -> str:
         if scope not in self._owners:
@@ -163,11 +166,13 @@ class ImportOperations(ServiceBase):
         principal = context.actor.principal
         try:
             with self.store.transaction(write=True, actor=principal, meanwhile=meanwhile) as tx:
-                results = self._import_all(_Batch(tx, self, context.actor), context, items)
+                batch = _Batch(tx, self, context.actor)
+                results = self._import_all(batch, context, items)
                 if context.dry_run:
                     raise _DryRunDoneError(results)
         except _DryRunDoneError as rolled:
             results = rolled.results
+            context.dry_active.update(batch.added_active)
         return results
 
     def _import_all(
@@ -262,9 +267,11 @@ class ImportOperations(ServiceBase):
             ids_of_owner = [e.id for e in clear if e.owner == owner]
             for found in batch.tx.lessons_by_ids(owner, ids_of_owner):
                 stored[(owner, found.lesson.id)] = found
-        fresh = [e for e in clear if (e.owner, e.id) not in stored]
+        new = [e for e in clear if (e.owner, e.id) not in stored]
+        fresh = _within_cap(batch, context, new, results)
         pks = batch.tx.import_lessons([e.imported() for e in fresh])
         landed = [(e, pk) for e, pk in zip(fresh, pks, strict=True) if pk is not None]
+        batch.added_active.update(e.owner for e, _ in landed if e.record.status == "active")
         self._land(batch, context, landed)
         for entry, _ in landed:
             results[entry.index] = _added(entry)
@@ -530,6 +537,39 @@ class ImportOperations(ServiceBase):
             )
         )
         return Applied("added")
+
+
+def _within_cap(
+    batch: _Batch,
+    context: ImportContext,
+    new: list[_Admitted],
+    results: list[Applied | None],
+) -> list[_Admitted]:
+    """The new lessons that fit under their owners' caps on active lessons, in file order;
+    each of the others is refused (``cap_exceeded``). A real import and a dry run decide here
+    alike: the count is the store's (this transaction's, the batches committed before it
+    included) plus, in a dry run, the active lessons its rolled-back batches would have
+    added, so the dry run refuses exactly what the import refuses. The store's own check
+    (a trigger) still guards every insert, against writers racing the import."""
+    room: dict[str, tuple[int, int]] = {}  # owner -> (lessons that still fit, cap)
+    kept: list[_Admitted] = []
+    for entry in new:
+        owner = entry.owner
+        if entry.record.status != "active":
+            kept.append(entry)
+            continue
+        if owner not in room:
+            active, cap = batch.tx.owner_cap(owner)
+            room[owner] = (cap - active - context.dry_active[owner], cap)
+        left, cap = room[owner]
+        if left > 0:
+            room[owner] = (left - 1, cap)
+            kept.append(entry)
+            continue
+        results[entry.index] = Applied(
+            "refused", "cap_exceeded", f"{owner} has reached its limit of {cap} active lessons"
+        )
+    return kept
 
 
 def _lorekit_id(owner: str, lesson: Lesson) -> str:

@@ -1,0 +1,95 @@
+"""Imports that cannot forge, and a dry run that refuses what the import refuses, through the
+real CLI and REST on both backends (security issue 19, items 10 and 14; hardening 18.6):
+
+- a dry run checks the owner's cap across its batches exactly as the import does;
+- a write token's import counts as one session of the importer and records the importer as
+  the versions' actor, the file's claims kept as provenance; a reviewer's keeps the file's;
+- LoreKit-derived ids come from a secret of the store, and an id another tenant holds lands
+  like any other id (no `id_taken` to tell the importer the address exists).
+
+Each refusal or reduction has its control beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import Cli
+from tests.migrating import pg_url
+from tests.pg import Template
+from tests.portable import T0, header, lesson, line
+from tests.serving import Api, make_api
+
+from lorestore.portable import importer
+
+S = "repo::acme/app"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(
+    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> str | None:
+    """The CLI's and REST's store: LORESTORE_HOME's SQLite file (None), or a fresh PostgreSQL
+    database as the application role (LORESTORE_DATABASE_URL); returns the URL an operator's
+    `db cap` uses (the superuser's on PostgreSQL)."""
+    if request.param == "sqlite":
+        return None
+    template: Template = request.getfixturevalue("pg_template")
+    name = request.getfixturevalue("pg_database")
+    monkeypatch.setenv("LORESTORE_DATABASE_URL", pg_url(template.app_url(name)))
+    return pg_url(template.admin_url(name))
+
+
+@pytest.fixture
+def api(backend: str | None, home: Path) -> Iterator[Api]:
+    yield from make_api(home)
+
+
+def _file(tmp_path: Path, records: list[dict[str, Any]], name: str = "f.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_bytes(b"".join(x + b"\n" for x in [header(), *map(line, records)]))
+    return path
+
+
+def _cap(cli: Cli, backend: str | None, limit: int) -> None:
+    url = ["--database-url", backend] if backend else []
+    cli.ok("db", "cap", "user:local", str(limit), *url)
+
+
+# --- 18.6: the dry run and the cap -----------------------------------------------------------
+
+
+def test_a_dry_run_refuses_at_the_cap_what_the_import_refuses(
+    cli: Cli, backend: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importer, "BATCH", 3)  # eight lessons: three batches
+    cli.ok("write", "global", "first", "A lesson that was there before")
+    _cap(cli, backend, 6)
+    path = _file(tmp_path, [lesson(f"k{i}", f"lesson {i}") for i in range(8)])
+    dry = cli("import", str(path), "--dry-run", "--json")
+    assert dry.exit_code == 1, dry.stderr
+    promised = dry.json()
+    assert cli.ok("list", S)["lessons"] == []  # the dry run wrote nothing
+    done = cli("import", str(path), "--json")
+    assert done.exit_code == 1
+    landed = done.json()
+    for result in (promised, landed):
+        assert result["lessons"] == {"added": 5, "unchanged": 0, "differs": 0, "refused": 3}
+        assert [(p["code"], p["line"]) for p in result["problems"]] == [
+            ("cap_exceeded", 7),
+            ("cap_exceeded", 8),
+            ("cap_exceeded", 9),
+        ]
+    assert len(cli.ok("list", S)["lessons"]) == 5
+    # The control: with room for all, the dry run and the import both take all, exit 0.
+    _cap(cli, backend, 100)
+    assert cli.ok("import", str(path), "--dry-run")["lessons"]["added"] == 3
+    assert cli.ok("import", str(path))["lessons"] == {
+        "added": 3,
+        "unchanged": 5,
+        "differs": 0,
+        "refused": 0,
+    }
