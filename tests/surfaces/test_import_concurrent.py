@@ -42,7 +42,7 @@ def _import(home: Path, url: str, path: Path) -> subprocess.Popen[str]:
 
 
 def test_two_imports_of_one_file_at_once_both_exit_0(tmp_path: Path, url: str) -> None:
-    records = [lesson(f"k{i}", f"lesson number {i}", scope="repo::acme/app") for i in range(LESSONS)]
+    records = [lesson(f"k{i}", f"lesson number {i}") for i in range(LESSONS)]
     path = tmp_path / "same.jsonl"
     path.write_bytes(b"".join(x + b"\n" for x in [header(), *map(line, records)]))
     home = tmp_path / "home"
@@ -54,7 +54,7 @@ def test_two_imports_of_one_file_at_once_both_exit_0(tmp_path: Path, url: str) -
             path.write_bytes(b"".join(x + b"\n" for x in [header(), *map(line, records)]))
         runs = [_import(home, url, path) for _ in range(2)]
         outs = [run.communicate(timeout=300) for run in runs]
-        for run, (stdout, stderr) in zip(runs, outs, strict=True):
+        for run, (_, stderr) in zip(runs, outs, strict=True):
             assert run.returncode == 0, stderr
         results = [json.loads(stdout)["lessons"] for stdout, _ in outs]
         assert [r["refused"] + r["differs"] for r in results] == [0, 0], results

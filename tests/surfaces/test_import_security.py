@@ -93,3 +93,76 @@ def test_a_dry_run_refuses_at_the_cap_what_the_import_refuses(
         "differs": 0,
         "refused": 0,
     }
+
+
+# --- 19.10: recurrence and authorship ------------------------------------------------------
+
+
+def _forged(key: str) -> dict[str, Any]:
+    """A lesson claiming 5,000 sessions and versions written by other people."""
+    return lesson(
+        key,
+        "Deploys need the staging key",
+        seen_count=5000,
+        version=2,
+        source={"agent": "claude-code", "author": "bob"},
+        versions=[
+            {
+                "version": 1,
+                "state": "superseded",
+                "value": "Deploys need a key",
+                "tags": [],
+                "recorded_at": T0,
+                "actor": "user:bob",
+                "source": {},
+            },
+            {
+                "version": 2,
+                "state": "accepted",
+                "value": "Deploys need the staging key",
+                "tags": [],
+                "recorded_at": T0,
+                "actor": "user:carol",
+                "source": {},
+            },
+        ],
+    )
+
+
+def _post(api: Api, token: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    body = b"".join(x + b"\n" for x in [header(), *map(line, records)])
+    response = api.client.post(
+        "/api/v1/memory_import", content=body, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def test_a_write_tokens_import_counts_once_and_signs_as_the_importer(api: Api) -> None:
+    writer = api.mint(permission="write")
+    forged = _forged("deploy")
+    assert _post(api, writer, [forged])["lessons"]["added"] == 1
+    read = api.ok("memory_read", {"scope": S, "key": "deploy"})["lesson"]
+    assert read["seen_count"] == 1 and read["trust"] == "candidate"
+    history = api.ok("memory_history", {"scope": S, "key": "deploy"})["versions"]
+    assert [v["actor"] for v in history] == ["user:local", "user:local"]
+    # The file's claims are kept as provenance, and travel with an export.
+    exported = [json.loads(x) for x in api.get("memory_export").content.splitlines()[1:]]
+    (mine,) = [r for r in exported if r.get("key") == "deploy"]
+    assert mine["claimed"] == {"seen_count": 5000, "actors": {"1": "user:bob", "2": "user:carol"}}
+    assert mine["source"] == {"agent": "claude-code", "author": "bob"}
+    # The same file again changes nothing; a sighting from one more session makes two.
+    assert _post(api, writer, [forged])["lessons"]["unchanged"] == 1
+    value = {"scope": S, "key": "deploy", "value": forged["value"]}
+    api.ok("memory_write", value, token=writer)  # the importer's own session: still one
+    assert api.ok("memory_read", {"scope": S, "key": "deploy"})["lesson"]["seen_count"] == 1
+    api.ok("memory_write", value, token=writer, headers={"Lorestore-Session": "another"})
+    assert api.ok("memory_read", {"scope": S, "key": "deploy"})["lesson"]["seen_count"] == 2
+    # The control: a reviewer's import (the admin token) keeps what the file says.
+    kept = _forged("reviewed")
+    assert _post(api, api.token, [kept])["lessons"]["added"] == 1
+    read = api.ok("memory_read", {"scope": S, "key": "reviewed"})["lesson"]
+    assert read["seen_count"] == 5000
+    history = api.ok("memory_history", {"scope": S, "key": "reviewed"})["versions"]
+    assert [v["actor"] for v in history] == ["user:bob", "user:carol"]

@@ -39,6 +39,7 @@ from lorestore.portable.records import (
 from lorestore.service.audit import AuditChain
 from lorestore.service.base import ServiceBase
 from lorestore.service.corrections import rejected_value
+from lorestore.service.import_checks import as_importer, within_cap
 from lorestore.storage.protocol import (
     ForeignRecord,
     ImportedLesson,
@@ -268,7 +269,7 @@ class ImportOperations(ServiceBase):
             for found in batch.tx.lessons_by_ids(owner, ids_of_owner):
                 stored[(owner, found.lesson.id)] = found
         new = [e for e in clear if (e.owner, e.id) not in stored]
-        fresh = _within_cap(batch, context, new, results)
+        fresh = within_cap(batch.tx, new, results, context.dry_active)
         pks = batch.tx.import_lessons([e.imported() for e in fresh])
         landed = [(e, pk) for e, pk in zip(fresh, pks, strict=True) if pk is not None]
         batch.added_active.update(e.owner for e, _ in landed if e.record.status == "active")
@@ -303,7 +304,8 @@ class ImportOperations(ServiceBase):
         self._authorise(actor, "write", scope.text)
         owner = batch.owner(scope.text)
         ident = _lorekit_id(owner, lesson) if parsed.derive_id else lesson.id
-        return _Admitted(index, item, parsed, owner, ident, _record_digests(parsed))
+        landing = as_importer(actor, parsed)
+        return _Admitted(index, item, landing, owner, ident, _record_digests(parsed))
 
     @staticmethod
     def _untombstoned(
@@ -372,6 +374,12 @@ class ImportOperations(ServiceBase):
             )
         batch.tx.insert_served_versions(served, context.actor.principal)
         batch.tx.insert_versions(versions)
+        actor = context.actor
+        if actor.session and not actor.can("review"):
+            # The one session a non-reviewer's lesson counts (as_importer) is the importer's:
+            # a later sighting from it is not another.
+            for entry, pk in landed:
+                batch.tx.add_session(pk, entry.parsed.digest, actor.session, batch.now)
         batch.audit(*events)
 
     @staticmethod
@@ -537,39 +545,6 @@ class ImportOperations(ServiceBase):
             )
         )
         return Applied("added")
-
-
-def _within_cap(
-    batch: _Batch,
-    context: ImportContext,
-    new: list[_Admitted],
-    results: list[Applied | None],
-) -> list[_Admitted]:
-    """The new lessons that fit under their owners' caps on active lessons, in file order;
-    each of the others is refused (``cap_exceeded``). A real import and a dry run decide here
-    alike: the count is the store's (this transaction's, the batches committed before it
-    included) plus, in a dry run, the active lessons its rolled-back batches would have
-    added, so the dry run refuses exactly what the import refuses. The store's own check
-    (a trigger) still guards every insert, against writers racing the import."""
-    room: dict[str, tuple[int, int]] = {}  # owner -> (lessons that still fit, cap)
-    kept: list[_Admitted] = []
-    for entry in new:
-        owner = entry.owner
-        if entry.record.status != "active":
-            kept.append(entry)
-            continue
-        if owner not in room:
-            active, cap = batch.tx.owner_cap(owner)
-            room[owner] = (cap - active - context.dry_active[owner], cap)
-        left, cap = room[owner]
-        if left > 0:
-            room[owner] = (left - 1, cap)
-            kept.append(entry)
-            continue
-        results[entry.index] = Applied(
-            "refused", "cap_exceeded", f"{owner} has reached its limit of {cap} active lessons"
-        )
-    return kept
 
 
 def _lorekit_id(owner: str, lesson: Lesson) -> str:
