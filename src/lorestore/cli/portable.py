@@ -142,6 +142,11 @@ def export_command(
     except LorestoreError as error:
         raise failure(error, json_output) from None
     _print_summary(summary, json_output, to_stdout)
+    if params.format == "lorekit":
+        from lorestore.portable.lorekit import OUTSIDE_TREE
+
+        if summary.withheld.get(OUTSIDE_TREE):  # lessons it was asked to write and did not
+            raise typer.Exit(1)
 
 
 def _export(

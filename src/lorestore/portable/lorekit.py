@@ -356,11 +356,32 @@ def _spelling_differs(tags: list[Any]) -> bool:
         return False
 
 
-def read_tree(root: Path) -> Iterator[Incoming]:
+LEAVES_TREE = "a symbolic link that leaves the tree is not followed"
+OUTSIDE_TREE = "outside_tree"  # an export's lesson whose directory is a link out
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, every symbolic link on it followed, is ``root`` (resolved) or under
+    it: what a tree's reader and writer may touch, so that a link never takes either out."""
+    return path.resolve().is_relative_to(root)
+
+
+def read_tree(root: Path, within: Path | None = None) -> Iterator[Incoming]:
     """Every lesson file under a LoreKit directory, in path order, one directory at a time; a
-    file or directory that cannot be read is named, and the rest still read."""
+    file or directory that cannot be read is named, and the rest still read. Nothing outside
+    the tree is read: a link leaving it is named, as is a tree that itself leads out of
+    ``within`` (a repository's ``.lorekit`` linked elsewhere)."""
+    top_root = root.resolve()
+    if within is not None and not top_root.is_relative_to(within.resolve()):
+        message = f"the LoreKit directory is a symbolic link that leaves the repository {within}"
+        yield Incoming(path=".", error=f"{message}: not read")
+        return
     for top in (*TOP, OTHER):
-        for path, problem in _walk(root / top):
+        folder = root / top
+        if folder.is_symlink() and not inside(folder, top_root):
+            yield Incoming(path=top, error=LEAVES_TREE)
+            continue
+        for path, problem in _walk(folder, top_root):
             rel = path.relative_to(root).as_posix()
             if problem is not None:
                 yield Incoming(path=rel, error=problem)
@@ -380,9 +401,10 @@ def _file_text(path: Path) -> str:
     return text.replace("\r\n", "\n") if text.startswith("---\r\n") else text
 
 
-def _walk(folder: Path) -> Iterator[tuple[Path, str | None]]:
-    """The ``.md`` files under ``folder`` (a symbolic link to a file is followed, one to a
-    directory named and not followed), each with None, or a path with what kept it unread."""
+def _walk(folder: Path, root: Path) -> Iterator[tuple[Path, str | None]]:
+    """The ``.md`` files under ``folder`` (a symbolic link to a file in the tree ``root`` is
+    followed; one to a directory, or leaving the tree, named and not followed), each with
+    None, or a path with what kept it unread."""
     if not folder.is_dir():
         return
     try:
@@ -392,7 +414,13 @@ def _walk(folder: Path) -> Iterator[tuple[Path, str | None]]:
         return
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            yield from _walk(Path(entry.path))
+            yield from _walk(Path(entry.path), root)
+        elif (
+            entry.is_symlink()
+            and (entry.name.endswith(".md") or entry.is_dir())
+            and not inside(Path(entry.path), root)
+        ):
+            yield Path(entry.path), LEAVES_TREE
         elif entry.is_symlink() and entry.is_dir():
             yield Path(entry.path), "a symbolic link to a directory is not followed"
         elif entry.name.endswith(".md") and entry.is_file():
@@ -466,6 +494,7 @@ class TreeWriter:
         self.root = root
         self.report = TreeReport()
         self._paths: set[PurePosixPath] = set()
+        self._real = root.resolve()  # nothing is written, or read, outside it
 
     def write_all(self, records: Iterable[dict[str, Any]]) -> TreeReport:
         for record in records:
@@ -499,6 +528,15 @@ class TreeWriter:
 
     def _store(self, record: dict[str, Any]) -> None:
         rel = relative_path(record)
+        if not inside(self.root / rel.parent, self._real):
+            self.report.withheld[OUTSIDE_TREE] += 1
+            self.report.note(
+                record,
+                OUTSIDE_TREE,
+                f"{rel.parent} is a symbolic link that leaves the tree: nothing written "
+                "through it (replace the link with a directory)",
+            )
+            return
         text = file_text(record).encode("utf-8")
         if rel in self._paths:
             rel = self._free(rel, record)
@@ -570,6 +608,8 @@ class TreeWriter:
     def _foreign(self, target: Path, record: dict[str, Any], text: bytes | None) -> bool:
         """Whether a file is already at ``target`` that an export must not replace: one that
         is not a lesson file, or holds another lesson (another address)."""
+        if not inside(target, self._real):  # a link out: neither read nor replaced
+            return True
         if not target.exists():
             return False
         if text is not None and target.is_file() and target.read_bytes() == text:
@@ -578,6 +618,8 @@ class TreeWriter:
         return found is None or not self._same_lesson(found, record)
 
     def _holds(self, target: Path, record: dict[str, Any]) -> bool:
+        if not inside(target, self._real):
+            return False
         found = self._read(target) if target.is_file() else None
         return found is not None and self._same_lesson(found, record)
 
