@@ -12,6 +12,7 @@ Each refusal or reduction has its control beside it."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,83 @@ def test_a_write_tokens_import_counts_once_and_signs_as_the_importer(api: Api) -
     assert read["seen_count"] == 5000
     history = api.ok("memory_history", {"scope": S, "key": "reviewed"})["versions"]
     assert [v["actor"] for v in history] == ["user:bob", "user:carol"]
+
+
+# --- 19.14: ids no other tenant can predict or probe ------------------------------------------
+
+# How LoreKit lessons' ids were derived before: a constant anyone could read in the source.
+OLD_NAMESPACE = uuid.UUID("6f1c2d4e-8a57-5b0e-9c3f-2e7d41a9b8c6")
+
+
+def _as(monkeypatch: pytest.MonkeyPatch, user: str) -> None:
+    monkeypatch.setenv("LORESTORE_USER", user)
+
+
+def _kit(root: Path, key: str, text: str) -> Path:
+    (root / "global").mkdir(parents=True)
+    body = f'---\nscope: "global"\nkey: {json.dumps(key)}\ncreated: "{T0}"\n---\n{text}\n'
+    (root / "global" / f"{key}.md").write_text(body)
+    return root
+
+
+def test_no_one_else_can_take_a_lorekit_lessons_id_first(
+    cli: Cli, backend: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    predicted = str(uuid.uuid5(OLD_NAMESPACE, "user:alice\x1fglobal\x1fdeploy"))
+    _as(monkeypatch, "mallory")
+    squat = _file(tmp_path, [lesson("squat", "Mallory's lesson", scope="global", id=predicted)])
+    assert cli.ok("import", str(squat))["lessons"]["added"] == 1
+    _as(monkeypatch, "alice")
+    kit = _kit(tmp_path / "kit", "deploy", "Deploy from main.")
+    done = cli("import", "--format", "lorekit", str(kit), "--json")
+    assert done.exit_code == 0, done.stdout
+    assert done.json()["lessons"]["added"] == 1
+    mine = cli.ok("read", "global", "deploy")["lesson"]
+    assert mine["id"] != predicted and mine["value"] == "Deploy from main."
+    # The control: the same tree again finds what the first import added.
+    again = cli.ok("import", "--format", "lorekit", str(kit))
+    assert again["lessons"] == {"added": 0, "unchanged": 1, "differs": 0, "refused": 0}
+
+
+def test_an_id_another_tenant_holds_lands_like_any_other(
+    cli: Cli, backend: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as(monkeypatch, "alice")
+    cli.ok("import", str(_file(tmp_path, [lesson("deploy", "Alice's lesson", scope="global")])))
+    held = cli.ok("read", "global", "deploy")["lesson"]["id"]
+    _as(monkeypatch, "mallory")
+    probe = _file(tmp_path, [lesson("deploy", "A guess", scope="global", id=held)], "probe.jsonl")
+    fresh = _file(tmp_path, [lesson("other", "A fresh id", scope="global")], "fresh.jsonl")
+    probed, control = (cli("import", str(p), "--json") for p in (probe, fresh))
+    # The same answer as for an id nobody holds (the control): added, no problem, exit 0.
+    assert (probed.exit_code, control.exit_code) == (0, 0)
+    for result in (probed.json(), control.json()):
+        assert result["lessons"] == {"added": 1, "unchanged": 0, "differs": 0, "refused": 0}
+        assert result["problems"] == []
+    assert cli.ok("read", "global", "deploy")["lesson"]["value"] == "A guess"
+    assert cli.ok("import", str(probe))["lessons"]["unchanged"] == 1  # idempotent, too
+    _as(monkeypatch, "alice")  # and Alice's lesson is as it was
+    assert cli.ok("read", "global", "deploy")["lesson"] == dict(
+        cli.ok("read", "global", "deploy")["lesson"], id=held, value="Alice's lesson"
+    )
+
+
+def test_a_tombstone_id_another_tenant_holds_lands_like_any_other(
+    cli: Cli, backend: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as(monkeypatch, "alice")
+    cli.ok("write", "global", "mocks", "Mock the database")
+    cli.ok("reject", "global", "mocks", "--reason", "use the real one")
+    out = cli("export", "--json")
+    (tomb,) = [json.loads(x) for x in out.stdout.splitlines()[1:] if '"tombstone"' in x]
+    _as(monkeypatch, "mallory")
+    copied = dict(tomb, owner={"user": "mallory"}, reason="mine")
+    fresh = dict(copied, id=str(uuid.uuid4()), scope="repo::mallory/app")
+    for record in (copied, fresh):  # the same answer for a held id as for a fresh one
+        path = _file(tmp_path, [record], "tomb.jsonl")
+        result = cli("import", str(path), "--json")
+        assert result.exit_code == 0, result.stdout
+        assert result.json()["tombstones"]["added"] == 1 and result.json()["problems"] == []
+        assert cli.ok("import", str(path))["tombstones"]["unchanged"] == 1
+    refused = cli("write", "global", "again", "mock the database", "--json")
+    assert refused.exit_code == 1 and refused.error()["code"] == "rejected_value"

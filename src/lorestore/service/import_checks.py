@@ -1,18 +1,26 @@
 """What an import may keep of a record, decided before it lands: the owner's cap on active
 lessons (checked alike in an import and its dry run), the recurrence and authorship a
 non-reviewer's file claims (reduced to the importer's, the claims kept as provenance), and
-the ids of LoreKit lessons (derived with the store's own secret, so no one else can)."""
+the ids of LoreKit lessons (derived with the store's own secret, so no one else can); and how
+a record compares with what the store holds."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
 from lorestore.auth.actor import Actor
+from lorestore.core.normalise import value_digests
+from lorestore.core.records import Lesson, LessonVersion
+from lorestore.portable import lorekit
 from lorestore.portable.importer import Applied
-from lorestore.portable.records import ParsedLesson
+from lorestore.portable.models import Format
+from lorestore.portable.records import ParsedLesson, lesson_line
 from lorestore.storage.protocol import Transaction
 
 # Where a non-reviewer's file's claims are kept: an unknown field of the lesson to every
@@ -95,3 +103,50 @@ def as_importer(actor: Actor, parsed: ParsedLesson) -> ParsedLesson:
     claimed = {**earlier, **claims} if isinstance(earlier, dict) else claims
     update = {"seen_count": 1, "ext": {**lesson.ext, CLAIMED: claimed}}
     return dataclasses.replace(parsed, lesson=lesson.model_copy(update=update), versions=versions)
+
+
+def lorekit_id(secret: str, owner: str, lesson: Lesson) -> str:
+    """A LoreKit lesson's id (its files have none): the same for the same owner and address in
+    this store, so a tree imported again finds what the first import added, and computable by
+    no one without the store's secret, so no one can take it first."""
+    return _derived(secret, "lorekit", owner, lesson.scope, lesson.key)
+
+
+def elsewhere_id(secret: str, owner: str, taken: str) -> str:
+    """The id a lesson lands under in ``owner`` when a tenant the importer cannot see holds the
+    file's id ``taken``: the same each time, and like any other id to whoever sees it."""
+    return _derived(secret, "taken", owner, taken)
+
+
+def _derived(secret: str, *parts: str) -> str:
+    digest = hmac.new(secret.encode(), "\x1f".join(parts).encode(), hashlib.sha256).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def record_digests(parsed: ParsedLesson) -> tuple[str, ...]:
+    """Every digest a store may hold for a record's served value and its pending proposal's."""
+    served = parsed.digests or value_digests(parsed.lesson.value)
+    proposed = [v.value for v in parsed.versions or () if v.state == "proposed"]
+    if not proposed:
+        return served
+    return tuple(dict.fromkeys((*served, *(d for v in proposed for d in value_digests(v)))))
+
+
+def same_record(
+    format: Format,
+    held: Lesson,
+    history: list[LessonVersion] | None,
+    lesson: Lesson,
+    parsed: ParsedLesson,
+) -> bool:
+    """Whether the store holds exactly this record: the lines an export would write for
+    both are the same (for LoreKit, the files). Equal fields make equal lines, which settles
+    the common case of a file imported again without writing either line."""
+    versions = None if parsed.versions is None else list(parsed.versions)
+    if format == "jsonl" and held.__dict__ == lesson.__dict__ and versions is None:
+        return True
+    held_line = lesson_line(held, history)
+    incoming = lesson_line(lesson, versions)
+    if format == "lorekit":
+        return lorekit.file_text(held_line) == lorekit.file_text(incoming)
+    return held_line == incoming

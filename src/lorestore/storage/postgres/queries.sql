@@ -300,6 +300,10 @@ DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 -- 0013; the actor comes from the session).
 SELECT lorestore_scopes_held_by_others(%(org)s, %(likes)s::text[]) AS held;
 
+-- name: store_setting
+-- A setting of the store as a whole (store_settings), such as the secret ids derive from.
+SELECT value FROM store_settings WHERE name = %(name)s;
+
 -- name: owner_cap
 -- An owner's active lessons and its cap (the column's default for an owner not yet counted).
 SELECT coalesce(s.active_lessons, 0) AS active,

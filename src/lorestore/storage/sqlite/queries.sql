@@ -341,6 +341,10 @@ SELECT EXISTS (
     WHERE l.owner != :org AND l.owner != :actor AND l.scope LIKE p.value ESCAPE '\'
 ) AS held;
 
+-- name: store_setting
+-- A setting of the store as a whole (store_settings), such as the secret ids derive from.
+SELECT value FROM store_settings WHERE name = :name;
+
 -- name: owner_cap
 -- An owner's active lessons and its cap (the column's default for an owner not yet counted).
 SELECT coalesce(s.active_lessons, 0) AS active,
