@@ -19,15 +19,14 @@ from lorestore.auth.actor import local_actor
 from lorestore.portable.jsonl import is_header, read_records
 from lorestore.portable.lorekit import (
     FIELDS,
-    TreeWriter,
     file_text,
     front_matter,
-    losses,
     parse_file,
     read_tree,
     relative_path,
     slug,
 )
+from lorestore.portable.lorekit_writer import TreeWriter, losses
 from lorestore.portable.models import ExportParams, ImportParams
 from lorestore.portable.shapes import canonical
 from lorestore.service import LessonService
