@@ -275,7 +275,10 @@ class ImportOperations(ServiceBase):
         held = [e for e in clear if (e.owner, e.id) in stored]
         held += self._insert(batch, context, new, results)
         elsewhere = self._held(batch, context, held, stored, results)
-        for entry in self._insert(batch, context, elsewhere, results):
+        # Under the ids derived for them; one a concurrent import of the same file inserted
+        # first is compared, as above.
+        taken = self._insert(batch, context, elsewhere, results)
+        for entry in self._held(batch, context, taken, stored, results):
             results[entry.index] = Applied(
                 "refused",
                 "conflict",
