@@ -59,7 +59,26 @@ def test_every_tenant_table_has_rls_enabled_and_forced(
     assert set(tables) >= TENANT_TABLES
     for name in TENANT_TABLES:
         assert tables[name] == (True, True), name
-    assert set(tables) - TENANT_TABLES == {"schema_migrations"}
+    # Not tenant tables: the migrations' ledger, and the settings of the store as a whole
+    # (readable by the app role, writable by no one: forced all the same).
+    assert set(tables) - TENANT_TABLES == {"schema_migrations", "store_settings"}
+    assert tables["store_settings"] == (True, True)
+
+
+def test_the_app_role_reads_the_stores_id_secret_and_changes_nothing(pg: PostgresStore) -> None:
+    with app_connection(pg, "user:alice") as conn:
+        (value,) = conn.execute(
+            "SELECT value FROM store_settings WHERE name = 'id_secret'"
+        ).fetchone()
+        assert len(value) == 64 and int(value, 16) >= 0  # the control: readable, 244 bits of hex
+        for statement in (
+            "UPDATE store_settings SET value = 'known'",
+            "INSERT INTO store_settings (name, value) VALUES ('other', 'x')",
+            "DELETE FROM store_settings",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+        assert conn.execute("SELECT value FROM store_settings").fetchall() == [(value,)]
 
 
 def test_app_role_owns_nothing_and_cannot_bypass(

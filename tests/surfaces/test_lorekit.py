@@ -19,15 +19,14 @@ from lorestore.auth.actor import local_actor
 from lorestore.portable.jsonl import is_header, read_records
 from lorestore.portable.lorekit import (
     FIELDS,
-    TreeWriter,
     file_text,
     front_matter,
-    losses,
     parse_file,
     read_tree,
     relative_path,
     slug,
 )
+from lorestore.portable.lorekit_writer import TreeWriter, losses
 from lorestore.portable.models import ExportParams, ImportParams
 from lorestore.portable.shapes import canonical
 from lorestore.service import LessonService
@@ -440,8 +439,10 @@ def test_a_file_no_store_can_hold_is_named_and_the_rest_lands(cli: Cli, tmp_path
     (kit / "escaped-nul.md").write_text(escaped)
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", kit / "linked")  # a directory link: named, not followed
-    (tmp_path / "real.md").write_text(_lesson_file("global", "linked file", "Through a link."))
-    os.symlink(tmp_path / "real.md", kit / "link.md")  # a file link: followed
+    (tmp_path / "kit" / "notes").mkdir()
+    real = tmp_path / "kit" / "notes" / "real.md"
+    real.write_text(_lesson_file("global", "linked file", "Through a link."))
+    os.symlink(real, kit / "link.md")  # a file link within the tree: followed
     result = cli("import", "--format", "lorekit", str(tmp_path / "kit"), "--json")
     assert result.exit_code == 1
     body = result.json()

@@ -92,14 +92,18 @@ def _sources(params: ImportParams, paths: list[Path]) -> _Source:
     if params.format == "lorekit":
         from lorestore.portable import lorekit
 
-        roots = paths or lorekit.default_tiers(Path.home(), _repo_root())
+        repo = None if paths else _repo_root()
+        roots = paths or lorekit.default_tiers(Path.home(), repo)
         if not roots:
             raise LorestoreError(
                 "invalid_argument",
                 "no LoreKit directory found (~/.lorekit, <repo>/.lorekit)",
                 hint="name one: lorestore import --format lorekit DIR",
             )
-        return _Source(_tree_records(roots), None, None)
+        # A repository's tier is read only while it stays in the repository (a clone's
+        # .lorekit may link anywhere); a tree named on the command line is the person's call.
+        bounds = {repo / ".lorekit": repo} if repo is not None else {}
+        return _Source(_tree_records(roots, bounds), None, None)
     if len(paths) > 1:
         raise LorestoreError("invalid_argument", "import one JSON Lines file at a time")
     path = paths[0] if paths and str(paths[0]) != "-" else None
@@ -122,13 +126,13 @@ def _repo_root() -> Path | None:
     return Path(context.root) if context else None
 
 
-def _tree_records(roots: list[Path]) -> Iterator[Incoming]:
+def _tree_records(roots: list[Path], bounds: dict[Path, Path]) -> Iterator[Incoming]:
     from lorestore.portable import lorekit
 
     for root in roots:
         if not root.is_dir():
             raise LorestoreError("invalid_argument", f"there is no LoreKit directory {root}")
-        for incoming in lorekit.read_tree(root):
+        for incoming in lorekit.read_tree(root, bounds.get(root)):
             yield dataclasses.replace(incoming, path=str(root / (incoming.path or "")))
 
 

@@ -26,7 +26,7 @@ from lorestore.portable.models import ExportParams, ExportSummary
 if TYPE_CHECKING:  # Rich and the LoreKit format are imported when used
     from rich.console import Console
 
-    from lorestore.portable import lorekit
+    from lorestore.portable import lorekit_writer
 
 CHUNK = 1024 * 1024
 Advance = Callable[[int], None]
@@ -142,6 +142,11 @@ def export_command(
     except LorestoreError as error:
         raise failure(error, json_output) from None
     _print_summary(summary, json_output, to_stdout)
+    if params.format == "lorekit":
+        from lorestore.portable.lorekit import OUTSIDE_TREE
+
+        if summary.withheld.get(OUTSIDE_TREE):  # lessons it was asked to write and did not
+            raise typer.Exit(1)
 
 
 def _export(
@@ -182,9 +187,9 @@ def _write(
 
     if params.format == "lorekit":
         assert path is not None
-        from lorestore.portable import lorekit
+        from lorestore.portable import lorekit_writer
 
-        writer = lorekit.TreeWriter(path)
+        writer = lorekit_writer.TreeWriter(path)
 
         def readable() -> Iterator[dict[str, Any]]:
             for r in read_records(chunks):
@@ -235,7 +240,7 @@ def _counted_summary(counts: dict[str, int]) -> ExportSummary:
     )
 
 
-def _lorekit_summary(base: ExportSummary, report: lorekit.TreeReport) -> ExportSummary:
+def _lorekit_summary(base: ExportSummary, report: lorekit_writer.TreeReport) -> ExportSummary:
     withheld = dict(base.withheld) | dict(report.withheld)
     return base.model_copy(
         update={

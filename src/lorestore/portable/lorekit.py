@@ -6,7 +6,8 @@ Files map to and from lesson records of the interchange format, so the importer 
 exporter handle one shape. What a file says that lorestore would normalise away (a scope, key
 or tag spelling, a file path, fields LoreKit has and lorestore does not) is kept in the lesson's
 ``ext`` under ``lorekit``, so that a tree comes back byte for byte; what lorestore holds and a
-file cannot is reported by the writer, never written as a field LoreKit would misread.
+file cannot is reported by the writer (``lorekit_writer``), never written as a field LoreKit
+would misread.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from datetime import UTC
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -27,8 +25,6 @@ from lorestore.core.records import parse_ts
 from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.portable.jsonl import Incoming, decode_value
-from lorestore.portable.models import LISTED, Problem
-from lorestore.portable.shapes import LESSON
 
 TOP = ("global", "project", "repo", "branch")
 # LoreKit's own local server files a lesson whose scope it cannot place (a malformed or
@@ -356,11 +352,32 @@ def _spelling_differs(tags: list[Any]) -> bool:
         return False
 
 
-def read_tree(root: Path) -> Iterator[Incoming]:
+LEAVES_TREE = "a symbolic link that leaves the tree is not followed"
+OUTSIDE_TREE = "outside_tree"  # an export's lesson whose directory is a link out
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, every symbolic link on it followed, is ``root`` (resolved) or under
+    it: what a tree's reader and writer may touch, so that a link never takes either out."""
+    return path.resolve().is_relative_to(root)
+
+
+def read_tree(root: Path, within: Path | None = None) -> Iterator[Incoming]:
     """Every lesson file under a LoreKit directory, in path order, one directory at a time; a
-    file or directory that cannot be read is named, and the rest still read."""
+    file or directory that cannot be read is named, and the rest still read. Nothing outside
+    the tree is read: a link leaving it is named, as is a tree that itself leads out of
+    ``within`` (a repository's ``.lorekit`` linked elsewhere)."""
+    top_root = root.resolve()
+    if within is not None and not top_root.is_relative_to(within.resolve()):
+        message = f"the LoreKit directory is a symbolic link that leaves the repository {within}"
+        yield Incoming(path=".", error=f"{message}: not read")
+        return
     for top in (*TOP, OTHER):
-        for path, problem in _walk(root / top):
+        folder = root / top
+        if folder.is_symlink() and not inside(folder, top_root):
+            yield Incoming(path=top, error=LEAVES_TREE)
+            continue
+        for path, problem in _walk(folder, top_root):
             rel = path.relative_to(root).as_posix()
             if problem is not None:
                 yield Incoming(path=rel, error=problem)
@@ -380,9 +397,10 @@ def _file_text(path: Path) -> str:
     return text.replace("\r\n", "\n") if text.startswith("---\r\n") else text
 
 
-def _walk(folder: Path) -> Iterator[tuple[Path, str | None]]:
-    """The ``.md`` files under ``folder`` (a symbolic link to a file is followed, one to a
-    directory named and not followed), each with None, or a path with what kept it unread."""
+def _walk(folder: Path, root: Path) -> Iterator[tuple[Path, str | None]]:
+    """The ``.md`` files under ``folder`` (a symbolic link to a file in the tree ``root`` is
+    followed; one to a directory, or leaving the tree, named and not followed), each with
+    None, or a path with what kept it unread."""
     if not folder.is_dir():
         return
     try:
@@ -392,7 +410,13 @@ def _walk(folder: Path) -> Iterator[tuple[Path, str | None]]:
         return
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            yield from _walk(Path(entry.path))
+            yield from _walk(Path(entry.path), root)
+        elif (
+            entry.is_symlink()
+            and (entry.name.endswith(".md") or entry.is_dir())
+            and not inside(Path(entry.path), root)
+        ):
+            yield Path(entry.path), LEAVES_TREE
         elif entry.is_symlink() and entry.is_dir():
             yield Path(entry.path), "a symbolic link to a directory is not followed"
         elif entry.name.endswith(".md") and entry.is_file():
@@ -405,190 +429,3 @@ def default_tiers(home: Path, repo_root: Path | None) -> list[Path]:
     """LoreKit's two tiers: ``~/.lorekit`` and ``<repo>/.lorekit``, those that exist."""
     tiers = [home / ".lorekit"] + ([repo_root / ".lorekit"] if repo_root else [])
     return [t for t in tiers if t.is_dir()]
-
-
-# --- writing a tree ---------------------------------------------------------------------------
-
-_SOURCE_KEPT = frozenset(_SOURCE.values())
-
-
-def losses(record: dict[str, Any]) -> list[str]:
-    """What a lesson record holds that a LoreKit file cannot."""
-    found = []
-    versions = record.get("versions") or []
-    fields = _object(record, "lorekit").get("fields") or []
-    checks = {
-        # Earlier versions, listed or not (an export without history leaves them out).
-        "history": len(versions) > 1 or (record.get("version") or 1) > 1,
-        "trust": record.get("trust", "candidate") != "candidate",
-        "kind": record.get("kind", "lesson") != "lesson",
-        "valid_time": bool(record.get("valid_from") or record.get("valid_to")),
-        "depends_on": bool(record.get("depends_on")),
-        "review": bool(record.get("review")),
-        "pending_revision": bool(record.get("pending_revision")),
-        "provenance": bool(set(record.get("source") or {}) - _SOURCE_KEPT),
-        "ext": bool(set(record) - set(LESSON.fields) - {"lorekit"})
-        or any(not (isinstance(p, list) and len(p) == 2 and field_name(p[0])) for p in fields),
-    }
-    found = [name for name, lost in checks.items() if lost]
-    return found
-
-
-@dataclass
-class TreeReport:
-    """What a LoreKit export wrote, withheld and could not keep."""
-
-    lessons: int = 0
-    written: int = 0
-    unchanged: int = 0
-    withheld: Counter[str] = field(default_factory=Counter)
-    not_kept: Counter[str] = field(default_factory=Counter)
-    notes: list[Problem] = field(default_factory=list)
-
-    def note(self, record: dict[str, Any], code: str, message: str) -> None:
-        if len(self.notes) < LISTED:
-            self.notes.append(
-                Problem(
-                    type=str(record.get("type")),
-                    id=record.get("id"),
-                    scope=record.get("scope"),
-                    key=record.get("key"),
-                    code=code,
-                    message=message,
-                )
-            )
-
-
-class TreeWriter:
-    """Writes lesson records as files under ``root``; counts what it cannot write."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.report = TreeReport()
-        self._paths: set[PurePosixPath] = set()
-
-    def write_all(self, records: Iterable[dict[str, Any]]) -> TreeReport:
-        for record in records:
-            self.write(record)
-        return self.report
-
-    def write(self, record: dict[str, Any]) -> None:
-        kind = record.get("type")
-        if kind != "lesson":
-            what = {"tombstone": "tombstones", "scope_policy": "scope_policies"}
-            self.report.not_kept[what.get(str(kind), "unknown_records")] += 1
-            return
-        trust = record.get("trust", "candidate")
-        if trust in WITHHELD_TRUST:
-            self.report.withheld[f"lorekit_{trust}"] += 1
-            message = (
-                f"a {trust} lesson is withheld from recall; "
-                "a LoreKit file would serve it, so it was not written"
-            )
-            rel = relative_path(record)
-            if self._holds(self.root / rel, record):
-                message += f"; {rel}, written before, still holds it: delete it"
-            self.report.note(record, "withheld", message)
-            return
-        lost = losses(record)
-        for name in [*lost, "id"]:
-            self.report.not_kept[name] += 1
-        if lost:
-            self.report.note(record, "not_kept", "LoreKit cannot hold: " + ", ".join(lost))
-        self._store(record)
-
-    def _store(self, record: dict[str, Any]) -> None:
-        rel = relative_path(record)
-        text = file_text(record).encode("utf-8")
-        if rel in self._paths:
-            rel = self._free(rel, record)
-            self.report.note(
-                record,
-                "slug_collision",
-                f"another key has this slug; written "
-                f"as {rel} (LoreKit itself would write {slug(record['key'])}.md)",
-            )
-        elif self._foreign(self.root / rel, record, text):
-            kept, rel = rel, self._free(rel, record)
-            self.report.note(
-                record,
-                "file_kept",
-                f"{kept} holds another lesson or is not a lesson file; kept it, and wrote "
-                f"this one as {rel}",
-            )
-        self._paths.add(rel)
-        self.report.lessons += 1
-        target = self.root / rel
-        if target.is_file() and target.read_bytes() == text:
-            self.report.unchanged += 1
-            return
-        newer = self._newer_on_disk(target, record)
-        if newer is not None:
-            self.report.unchanged += 1
-            self.report.note(
-                record,
-                "newer_on_disk",
-                f"{rel} was changed in LoreKit since (updated {newer}); kept it, not "
-                "overwritten: import the tree to bring the change in",
-            )
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".lorestore-")
-        with os.fdopen(handle, "wb") as out:
-            out.write(text)
-        os.replace(temporary, target)
-        self.report.written += 1
-
-    def _free(self, rel: PurePosixPath, record: dict[str, Any]) -> PurePosixPath:
-        """The next ``<slug>-N.md`` neither written by this export nor holding another
-        lesson on disk."""
-        n = 2
-        while True:
-            candidate = rel.with_name(f"{rel.stem}-{n}.md")
-            if candidate not in self._paths and not self._foreign(
-                self.root / candidate, record, None
-            ):
-                return candidate
-            n += 1
-
-    @staticmethod
-    def _read(target: Path) -> dict[str, Any] | None:
-        """The lesson a file on disk holds; None when it is not one (or cannot be read)."""
-        try:
-            return parse_file(_file_text(target), target.name)
-        except (OSError, UnicodeDecodeError, LoreKitError):
-            return None
-
-    @staticmethod
-    def _same_lesson(found: dict[str, Any], record: dict[str, Any]) -> bool:
-        try:
-            scope = parse_scope(found["scope"]).text
-            return bool(scope == record["scope"] and validate_key(found["key"]) == record["key"])
-        except LorestoreError:
-            return False
-
-    def _foreign(self, target: Path, record: dict[str, Any], text: bytes | None) -> bool:
-        """Whether a file is already at ``target`` that an export must not replace: one that
-        is not a lesson file, or holds another lesson (another address)."""
-        if not target.exists():
-            return False
-        if text is not None and target.is_file() and target.read_bytes() == text:
-            return False
-        found = self._read(target) if target.is_file() else None
-        return found is None or not self._same_lesson(found, record)
-
-    def _holds(self, target: Path, record: dict[str, Any]) -> bool:
-        found = self._read(target) if target.is_file() else None
-        return found is not None and self._same_lesson(found, record)
-
-    def _newer_on_disk(self, target: Path, record: dict[str, Any]) -> str | None:
-        """The file's ``updated`` time when the lesson on disk was changed after the record's
-        last update (an edit made in LoreKit since the last import or export)."""
-        found = self._read(target) if target.is_file() else None
-        if found is None or not record.get("updated_at"):
-            return None
-        try:
-            newer = parse_ts(found["updated_at"]) > parse_ts(record["updated_at"])
-        except (LorestoreError, TypeError, ValueError):
-            return None
-        return str(found["updated_at"]) if newer else None

@@ -56,7 +56,7 @@ class Problem(Result):
     scope: str | None = None
     key: str | None = None
     code: str = Field(
-        description="invalid_record, rejected_value, forbidden, address_taken, id_taken, "
+        description="invalid_record, rejected_value, forbidden, address_taken, conflict, "
         "target_differs, cap_exceeded, unknown_type, not_kept, scope_mapped (a LoreKit "
         "file's scope imported under its lorestore form; it landed), ..."
     )

@@ -12,8 +12,7 @@ order between the runs."""
 from __future__ import annotations
 
 import dataclasses
-import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,17 +20,14 @@ from typing import Any
 from lorestore.auth.actor import Actor
 from lorestore.core.audit import AuditEntry
 from lorestore.core.errors import LorestoreError
-from lorestore.core.normalise import value_digests
 from lorestore.core.owner import Owner
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.tombstones import refusing_tombstone
-from lorestore.portable import lorekit
 from lorestore.portable.importer import Applied, Item
 from lorestore.portable.models import Format
 from lorestore.portable.records import (
     ParsedForeign,
     ParsedLesson,
-    lesson_line,
     policy_line,
     scope_of,
     tombstone_line,
@@ -39,6 +35,14 @@ from lorestore.portable.records import (
 from lorestore.service.audit import AuditChain
 from lorestore.service.base import ServiceBase
 from lorestore.service.corrections import rejected_value
+from lorestore.service.import_checks import (
+    as_importer,
+    elsewhere_id,
+    lorekit_id,
+    record_digests,
+    same_record,
+    within_cap,
+)
 from lorestore.storage.protocol import (
     ForeignRecord,
     ImportedLesson,
@@ -47,10 +51,6 @@ from lorestore.storage.protocol import (
     Tombstone,
     Transaction,
 )
-
-# LoreKit lessons carry no id; theirs is derived from the owner and address, so that the
-# same tree imported twice finds what the first import added.
-LOREKIT_IDS = uuid.UUID("6f1c2d4e-8a57-5b0e-9c3f-2e7d41a9b8c6")
 
 
 @dataclass
@@ -61,8 +61,10 @@ class ImportContext:
     format: Format
     dry_run: bool
     # A dry run rolls every batch back; the tombstones it would have added still refuse the
-    # lessons after them in the same file.
+    # lessons after them in the same file, and the active lessons it would have added count
+    # against their owners' caps in the batches after them.
     dry_tombstones: list[Tombstone] = field(default_factory=list)
+    dry_active: Counter[str] = field(default_factory=Counter)
 
 
 class _DryRunDoneError(Exception):
@@ -83,6 +85,20 @@ class _Batch:
         self._actor = actor
         self._owners: dict[str, str | LorestoreError] = {}
         self._chain = AuditChain(tx)
+        self.added_active: Counter[str] = Counter()  # per owner, by this transaction
+        self._secret: str | None = None
+
+    def secret(self) -> str:
+        """The store's secret that ids are derived with (read once per transaction)."""
+        if self._secret is None:
+            self._secret = self.tx.store_setting("id_secret")
+            if self._secret is None:
+                raise LorestoreError(
+                    "storage_error",
+                    "this store has no id secret (store_settings)",
+                    hint="run the store's migrations: any lorestore command on it does",
+                )
+        return self._secret
 
     def owner(self, scope: str) -> str:
         if scope not in self._owners:
@@ -134,15 +150,6 @@ class _Admitted:
         )
 
 
-def _record_digests(parsed: ParsedLesson) -> tuple[str, ...]:
-    """Every digest a store may hold for a record's served value and its pending proposal's."""
-    served = parsed.digests or value_digests(parsed.lesson.value)
-    proposed = [v.value for v in parsed.versions or () if v.state == "proposed"]
-    if not proposed:
-        return served
-    return tuple(dict.fromkeys((*served, *(d for v in proposed for d in value_digests(v)))))
-
-
 def _refused(exc: LorestoreError) -> Applied:
     return Applied("refused", exc.code, exc.message)
 
@@ -163,11 +170,13 @@ class ImportOperations(ServiceBase):
         principal = context.actor.principal
         try:
             with self.store.transaction(write=True, actor=principal, meanwhile=meanwhile) as tx:
-                results = self._import_all(_Batch(tx, self, context.actor), context, items)
+                batch = _Batch(tx, self, context.actor)
+                results = self._import_all(batch, context, items)
                 if context.dry_run:
                     raise _DryRunDoneError(results)
         except _DryRunDoneError as rolled:
             results = rolled.results
+            context.dry_active.update(batch.added_active)
         return results
 
     def _import_all(
@@ -262,17 +271,39 @@ class ImportOperations(ServiceBase):
             ids_of_owner = [e.id for e in clear if e.owner == owner]
             for found in batch.tx.lessons_by_ids(owner, ids_of_owner):
                 stored[(owner, found.lesson.id)] = found
-        fresh = [e for e in clear if (e.owner, e.id) not in stored]
+        new = [e for e in clear if (e.owner, e.id) not in stored]
+        held = [e for e in clear if (e.owner, e.id) in stored]
+        held += self._insert(batch, context, new, results)
+        elsewhere = self._held(batch, context, held, stored, results)
+        # Under the ids derived for them; one a concurrent import of the same file inserted
+        # first is compared, as above.
+        taken = self._insert(batch, context, elsewhere, results)
+        for entry in self._held(batch, context, taken, stored, results):
+            results[entry.index] = Applied(
+                "refused",
+                "conflict",
+                f"{entry.record.scope} / {entry.record.key} was taken by a concurrent write",
+            )
+        if again:
+            self._import_lessons(batch, context, again, results)
+
+    def _insert(
+        self,
+        batch: _Batch,
+        context: ImportContext,
+        new: list[_Admitted],
+        results: list[Applied | None],
+    ) -> list[_Admitted]:
+        """Insert the lessons that fit under their owners' caps, with their versions and
+        audit events; returns those whose id or address turned out to be taken."""
+        fresh = within_cap(batch.tx, new, results, context.dry_active)
         pks = batch.tx.import_lessons([e.imported() for e in fresh])
         landed = [(e, pk) for e, pk in zip(fresh, pks, strict=True) if pk is not None]
+        batch.added_active.update(e.owner for e, _ in landed if e.record.status == "active")
         self._land(batch, context, landed)
         for entry, _ in landed:
             results[entry.index] = _added(entry)
-        held = [e for e in clear if (e.owner, e.id) in stored]
-        held += [e for e, pk in zip(fresh, pks, strict=True) if pk is None]
-        self._held(batch, context, held, stored, results)
-        if again:
-            self._import_lessons(batch, context, again, results)
+        return [e for e, pk in zip(fresh, pks, strict=True) if pk is None]
 
     def _admit(self, batch: _Batch, context: ImportContext, index: int, item: Item) -> _Admitted:
         """Permission, owner and id: what decides where a lesson would land, if anywhere."""
@@ -295,8 +326,9 @@ class ImportOperations(ServiceBase):
         scope = scope_of(lesson.scope)
         self._authorise(actor, "write", scope.text)
         owner = batch.owner(scope.text)
-        ident = _lorekit_id(owner, lesson) if parsed.derive_id else lesson.id
-        return _Admitted(index, item, parsed, owner, ident, _record_digests(parsed))
+        ident = lorekit_id(batch.secret(), owner, lesson) if parsed.derive_id else lesson.id
+        landing = as_importer(actor, parsed)
+        return _Admitted(index, item, landing, owner, ident, record_digests(parsed))
 
     @staticmethod
     def _untombstoned(
@@ -365,6 +397,12 @@ class ImportOperations(ServiceBase):
             )
         batch.tx.insert_served_versions(served, context.actor.principal)
         batch.tx.insert_versions(versions)
+        actor = context.actor
+        if actor.session and not actor.can("review"):
+            # The one session a non-reviewer's lesson counts (as_importer) is the importer's:
+            # a later sighting from it is not another.
+            for entry, pk in landed:
+                batch.tx.add_session(pk, entry.parsed.digest, actor.session, batch.now)
         batch.audit(*events)
 
     @staticmethod
@@ -374,25 +412,40 @@ class ImportOperations(ServiceBase):
         held: list[_Admitted],
         stored: dict[tuple[str, str], StoredLesson],
         results: list[Applied | None],
-    ) -> None:
+    ) -> list[_Admitted]:
         """Lessons whose id or address the store holds (``stored``: what it holds under
-        their ids): the same lesson, another state of it, another lesson at the address, or
-        an id another tenant uses."""
+        their ids): the same lesson, another state of it, or another lesson at the address.
+        Returned, to be inserted, are those whose id a tenant the importer cannot see holds:
+        each under an id derived from it with the store's secret (``elsewhere_id``), so that
+        an import says of such an id what it says of any other (no ``id_taken`` telling
+        that the id, or a LoreKit lesson's address, exists elsewhere), and the same file
+        imported again finds the lesson there."""
         compared: list[tuple[_Admitted, StoredLesson]] = []
+        # An insert that found its id taken though the read before it did not: a concurrent
+        # import committed the same lesson in between (PostgreSQL's read committed sees it
+        # now). Read those ids again, so that the lesson is compared, not refused.
+        late: dict[str, list[str]] = defaultdict(list)
+        for entry in held:
+            if (entry.owner, entry.id) not in stored:
+                late[entry.owner].append(entry.id)
+        for owner, ids in late.items():
+            for found in batch.tx.lessons_by_ids(owner, ids):
+                stored[(owner, found.lesson.id)] = found
+        elsewhere: list[_Admitted] = []
         for entry in held:
             lesson = entry.record
             existing = stored.get((entry.owner, entry.id))
             if existing is None:
                 existing = batch.tx.lesson_at(entry.owner, lesson.scope, lesson.key)
+                moved = dataclasses.replace(
+                    entry, id=elsewhere_id(batch.secret(), entry.owner, entry.id)
+                )
                 if existing is None:
-                    results[entry.index] = Applied(
-                        "refused",
-                        "id_taken",
-                        f"lesson id {entry.id} is already used "
-                        "in this store by a lesson you cannot see",
-                    )
+                    elsewhere.append(moved)
                     continue
-                if not entry.parsed.derive_id:
+                if existing.lesson.id == moved.id:  # landed so by an earlier import
+                    entry = moved
+                elif not entry.parsed.derive_id:
                     results[entry.index] = Applied(
                         "refused",
                         "address_taken",
@@ -405,8 +458,11 @@ class ImportOperations(ServiceBase):
         histories = batch.tx.versions_of(pks) if pks else {}
         for entry, existing in compared:
             history = None if entry.parsed.versions is None else histories.get(existing.pk, [])
-            same = _same(context.format, existing.lesson, history, entry.landing(), entry.parsed)
+            same = same_record(
+                context.format, existing.lesson, history, entry.landing(), entry.parsed
+            )
             results[entry.index] = Applied("unchanged") if same else _differs("lesson")
+        return elsewhere
 
     # --- tombstones, policies, unknown records ----------------------------------------------
 
@@ -422,10 +478,17 @@ class ImportOperations(ServiceBase):
             )
         self._authorise(actor, "review", tomb.scope)
         tomb = dataclasses.replace(tomb, owner=batch.owner(tomb.scope))
-        if not batch.tx.import_tombstone(tomb):
+        landed = batch.tx.import_tombstone(tomb)
+        if not landed and batch.tx.tombstone_by_id(tomb.owner, tomb.id) is None:
+            # Its id is another tenant's: it lands as a lesson would (see _held), under an id
+            # derived from it, and nothing says the id exists elsewhere.
+            moved = elsewhere_id(batch.secret(), tomb.owner, tomb.id)
+            tomb = dataclasses.replace(tomb, id=moved)
+            landed = batch.tx.import_tombstone(tomb)
+        if not landed:
             held = batch.tx.tombstone_by_id(tomb.owner, tomb.id)
             if held is None:
-                return Applied("refused", "id_taken", f"tombstone id {tomb.id} is already used")
+                return Applied("refused", "conflict", f"tombstone id {tomb.id} is taken")
             same = tombstone_line(held) == tombstone_line(tomb)
             return Applied("unchanged") if same else _differs("tombstone")
         if context.dry_run and tomb.lifted_at is None:
@@ -520,30 +583,6 @@ class ImportOperations(ServiceBase):
             )
         )
         return Applied("added")
-
-
-def _lorekit_id(owner: str, lesson: Lesson) -> str:
-    return str(uuid.uuid5(LOREKIT_IDS, f"{owner}\x1f{lesson.scope}\x1f{lesson.key}"))
-
-
-def _same(
-    format: Format,
-    held: Lesson,
-    history: list[LessonVersion] | None,
-    lesson: Lesson,
-    parsed: ParsedLesson,
-) -> bool:
-    """Whether the store holds exactly this record: the lines an export would write for
-    both are the same (for LoreKit, the files). Equal fields make equal lines, which settles
-    the common case of a file imported again without writing either line."""
-    versions = None if parsed.versions is None else list(parsed.versions)
-    if format == "jsonl" and held.__dict__ == lesson.__dict__ and versions is None:
-        return True
-    held_line = lesson_line(held, history)
-    incoming = lesson_line(lesson, versions)
-    if format == "lorekit":
-        return lorekit.file_text(held_line) == lorekit.file_text(incoming)
-    return held_line == incoming
 
 
 def _added(entry: _Admitted) -> Applied:

@@ -257,6 +257,12 @@ class Transaction(Protocol):
     def set_max_active(self, owner: str, limit: int) -> None:
         """The cap on an owner's active lessons."""
 
+    def owner_cap(self, owner: str) -> tuple[int, int]:
+        """An owner's active lessons and its cap on them, as this transaction sees them."""
+
+    def store_setting(self, name: str) -> str | None:
+        """A setting of the store as a whole (not of a tenant): ``id_secret``."""
+
     def count_request(self, token_id: str, principal: str, window: str) -> int:
         """Count one request in the token's window starting at ``window``; the count so far."""
 

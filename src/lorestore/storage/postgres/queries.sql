@@ -300,6 +300,18 @@ DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 -- 0013; the actor comes from the session).
 SELECT lorestore_scopes_held_by_others(%(org)s, %(likes)s::text[]) AS held;
 
+-- name: store_setting
+-- A setting of the store as a whole (store_settings), such as the secret ids derive from.
+SELECT value FROM store_settings WHERE name = %(name)s;
+
+-- name: owner_cap
+-- An owner's active lessons and its cap (the column's default for an owner not yet counted).
+SELECT coalesce(s.active_lessons, 0) AS active,
+    coalesce(s.max_active, (SELECT column_default::integer FROM information_schema.columns
+        WHERE table_schema = 'public' AND table_name = 'owner_stats'
+        AND column_name = 'max_active')) AS cap
+FROM (SELECT 1) AS one LEFT JOIN owner_stats AS s ON s.owner = %(owner)s;
+
 -- name: set_max_active
 -- Set an owner's cap on active lessons.
 INSERT INTO owner_stats (owner, max_active) VALUES (%(owner)s, %(limit)s)

@@ -119,6 +119,15 @@ class TenancyPrimitives(SQLBase):
     def set_max_active(self, owner: str, limit: int) -> None:
         self._exec("set_max_active", {"owner": owner, "limit": limit})
 
+    def store_setting(self, name: str) -> str | None:
+        row = self._one("store_setting", {"name": name})
+        return None if row is None else str(row["value"])
+
+    def owner_cap(self, owner: str) -> tuple[int, int]:
+        row = self._one("owner_cap", {"owner": owner})
+        assert row is not None
+        return int(row["active"]), int(row["cap"])
+
     def count_request(self, token_id: str, principal: str, window: str) -> int:
         params = {"token_id": token_id, "principal": principal, "window": window}
         row = self._one("count_request", params)

@@ -341,6 +341,17 @@ SELECT EXISTS (
     WHERE l.owner != :org AND l.owner != :actor AND l.scope LIKE p.value ESCAPE '\'
 ) AS held;
 
+-- name: store_setting
+-- A setting of the store as a whole (store_settings), such as the secret ids derive from.
+SELECT value FROM store_settings WHERE name = :name;
+
+-- name: owner_cap
+-- An owner's active lessons and its cap (the column's default for an owner not yet counted).
+SELECT coalesce(s.active_lessons, 0) AS active,
+    coalesce(s.max_active, (SELECT CAST(dflt_value AS INTEGER) FROM pragma_table_info('owner_stats')
+        WHERE name = 'max_active')) AS cap
+FROM (SELECT 1) AS one LEFT JOIN owner_stats AS s ON s.owner = :owner;
+
 -- name: set_max_active
 -- Set an owner's cap on active lessons.
 INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :limit)
