@@ -408,11 +408,42 @@ class OrgInviteParams(Params):
 
 
 class OrgInviteResult(Result):
+    id: str = Field(description="the invite's id (org_invite_revoke takes it back)")
     code: str = Field(description="the one-time code, shown once; give it to the invitee")
     org: str
     invitee: str
     role: str
     expires_at: str
+
+
+class OrgInviteRevokeParams(Params):
+    org: str = Field(description="the org's slug")
+    id: str = Field(description="the invite's id, as `lorestore org invites` lists it")
+
+
+InviteState = Literal["pending", "accepted", "revoked", "void", "expired"]
+
+
+class InviteInfo(Result):
+    id: str
+    org: str
+    invitee: str
+    role: str
+    created_by: str
+    created_at: str
+    expires_at: str
+    state: InviteState = Field(
+        description="pending (its code works), accepted, revoked (taken back by an admin), "
+        "void (its creator left the org or lost the role to issue it) or expired"
+    )
+    accepted_at: str | None = None
+    revoked_at: str | None = None
+    revoked_by: str | None = None
+
+
+class OrgInvitesResult(Result):
+    org: str
+    invites: list[InviteInfo]
 
 
 class OrgAcceptParams(Params):

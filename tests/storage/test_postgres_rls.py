@@ -128,7 +128,7 @@ def test_forging_the_actor_in_an_argument_does_nothing(seeded: PostgresStore) ->
         assert conn.execute("SELECT lorestore_owners()").fetchone() == (["user:bob"],)
         # An invite addressed to someone else cannot be taken with its code.
         assert conn.execute(
-            "SELECT lorestore_accept_invite(%s, now())", [code_hash]
+            "SELECT lorestore_accept_invite(%s)", [code_hash]
         ).fetchone() == (None,)
         assert conn.execute("SELECT count(*) FROM memberships").fetchone() == (0,)
         # Setting another actor mid-transaction is the app's power; the database still
@@ -341,7 +341,7 @@ def test_temporary_tables_do_not_shadow_the_definer_functions(
             "expires_at) VALUES (gen_random_uuid(), 'org:acme', 'user:bob', 'owner', 'forged', "
             "'user:alice', now(), now() + interval '1 day')"
         )
-        assert conn.execute("SELECT lorestore_accept_invite('forged', now())").fetchone() == (
+        assert conn.execute("SELECT lorestore_accept_invite('forged')").fetchone() == (
             None,
         )
         assert conn.execute("SELECT count(*) FROM public.memberships").fetchone() == (0,)

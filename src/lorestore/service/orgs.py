@@ -1,4 +1,4 @@
-"""Organisations: create, list, members, invites with one-time codes, and scope bindings.
+"""Organisations: create, list, members and scope bindings (invites: service/invites.py).
 
 Every membership change is checked here against the actor's role in the org and its
 rank (only an owner invites or removes an owner; the last owner stays). On PostgreSQL the
@@ -9,38 +9,40 @@ the last owner) are enforced here.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-import uuid
 from collections.abc import Callable
-from datetime import timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
 from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
-from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
     MemberInfo,
     NoParams,
-    OrgAcceptParams,
     OrgBindingResult,
     OrgBindParams,
     OrgCreateParams,
     OrgInfo,
-    OrgInviteParams,
-    OrgInviteResult,
     OrgListResult,
     OrgMemberParams,
     OrgMembersResult,
     OrgParams,
 )
-from lorestore.service.base import ServiceBase, bounded
-from lorestore.storage.protocol import Invite, Transaction
+from lorestore.service.base import ServiceBase
+from lorestore.storage.protocol import Transaction
 
 ADMIN_ROLES = ("owner", "admin")
-_RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
+RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
+
+
+def org_key(text: str) -> str:
+    """The key (``org:acme``) of the org a parameter names."""
+    return _org(text).key
+
+
+def user_key(text: str) -> str:
+    """The key (``user:bob``) of the user a parameter names."""
+    return _user(text).key
 
 
 def _org(text: str, what: str = "the org") -> Owner:
@@ -90,11 +92,9 @@ def _claim(pattern: str) -> list[str]:
     return likes
 
 
-def _code_hash(code: str) -> str:
-    return hashlib.sha256(code.strip().encode("utf-8")).hexdigest()
+class OrgRules(ServiceBase):
+    """What every org operation checks first."""
 
-
-class OrgOperations(ServiceBase):
     def _require_org_admin(self, tx: Transaction, actor: Actor, org: str) -> None:
         role = self._role(tx, actor, org)
         if role not in ADMIN_ROLES:
@@ -105,6 +105,8 @@ class OrgOperations(ServiceBase):
                 details={"org": org, "role": role},
             )
 
+
+class OrgOperations(OrgRules):
     def org_create(self, actor: Actor, p: OrgCreateParams) -> OrgInfo:
         self._authorise(actor, "admin")
         self._unconfined(actor, "creating an org")
@@ -138,68 +140,6 @@ class OrgOperations(ServiceBase):
             org=org,
             members=[MemberInfo(member=m.member, role=m.role, since=m.created_at) for m in members],
         )
-
-    def org_invite(self, actor: Actor, p: OrgInviteParams) -> OrgInviteResult:
-        self._authorise(actor, "admin")
-        org = _org(p.org).key
-        invitee = _user(p.user).key
-        self._within_orgs(actor, org)
-        if invitee == actor.principal:  # an invite kept back would outlast the inviter's removal
-            raise LorestoreError(
-                "invalid_argument",
-                "an invite is for someone else: you cannot invite yourself",
-                hint="a role of your own changes when an owner or admin invites you",
-            )
-        days = bounded("expires_days", p.expires_days, 1, 90)
-        now = self.clock()
-        code = "inv_" + secrets.token_urlsafe(24)
-        invite = Invite(
-            id=str(uuid.uuid4()),
-            org=org,
-            invitee=invitee,
-            role=p.role,
-            created_by=actor.principal,
-            created_at=format_ts(now),
-            expires_at=format_ts(now + timedelta(days=days)),
-        )
-        with self.store.transaction(write=True, actor=actor.principal) as tx:
-            self._require_org_admin(tx, actor, org)
-            if p.role == "owner" and self._role(tx, actor, org) != "owner":
-                raise LorestoreError("forbidden", "only an owner can invite another owner")
-            tx.insert_invite(invite, _code_hash(code))
-            detail = {"org": org, "invite": invite.id, "invitee": invitee, "role": p.role}
-            self._audit(tx, actor, "org.invite", None, owner=org, detail=detail)
-        return OrgInviteResult(
-            code=code, org=org, invitee=invitee, role=p.role, expires_at=invite.expires_at
-        )
-
-    def org_accept(self, actor: Actor, p: OrgAcceptParams) -> OrgInfo:
-        self._require(actor, "write")
-        with self.store.transaction(write=True, actor=actor.principal) as tx:
-            before = {m.org: m.role for m in tx.memberships(actor.principal)}
-            org = tx.accept_invite(_code_hash(p.code), actor.principal, self._now())
-            if org is None:
-                raise LorestoreError(
-                    "not_found",
-                    "no live invite for you with that code",
-                    hint="an invite works once, for the user it names, until it expires",
-                )
-            role = self._role(tx, actor, org) or "member"
-            held = before.get(org)
-            if held is not None and _RANK[role] < _RANK[held]:
-                # Raising here rolls the acceptance back: an invite never lowers a role (an
-                # admin could otherwise demote the last owner by inviting them lower).
-                raise LorestoreError(
-                    "conflict",
-                    f"you are already {held} of {org}; this invite would make you {role}",
-                    hint="an invite only raises a role; an owner changes roles",
-                    details={"org": org, "role": held, "invited_as": role},
-                )
-            detail = {"org": org, "member": actor.principal, "role": role, "before": held}
-            # The new member's own chain: a viewer may not write the org's (its invite is
-            # there, in the inviter's event).
-            self._audit(tx, actor, "org.accept", None, owner=actor.principal, detail=detail)
-        return OrgInfo(org=org, role=role)
 
     def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:
         self._authorise(actor, "admin")

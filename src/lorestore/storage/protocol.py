@@ -239,7 +239,14 @@ class Transaction(Protocol):
 
     def remove_member(self, org: str, member: str) -> bool: ...
 
-    def insert_invite(self, invite: Invite, code_hash: str) -> None: ...
+    def insert_invite(self, invite: Invite, code_hash: str) -> str:
+        """Record an invite; its expiry as stored (PostgreSQL dates it by its own clock)."""
+
+    def org_invites(self, org: str) -> list[Invite]:
+        """The invites of ``org``, oldest first."""
+
+    def revoke_invite(self, org: str, invite_id: str, by: str, at: str) -> bool:
+        """Take back a pending invite of ``org``; False when there is none with that id."""
 
     def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
         """Join the org of a live invite addressed to ``principal``; the org, or None."""
@@ -429,6 +436,8 @@ class Invite:
     created_at: str
     expires_at: str
     accepted_at: str | None = None
+    revoked_at: str | None = None
+    revoked_by: str | None = None  # None with revoked_at: voided, its creator's role ended
 
 
 @dataclass(frozen=True, slots=True)

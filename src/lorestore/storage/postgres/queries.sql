@@ -276,13 +276,26 @@ DELETE FROM memberships WHERE org = %(org)s AND member = %(member)s;
 
 -- name: insert_invite
 -- Record an invite (the code's hash, never the code).
+-- The database's clock dates it, and its lifetime is the one asked for: accepting compares the
+-- expiry with that same clock.
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at)
-VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s,
-    %(created_at)s::timestamptz, %(expires_at)s::timestamptz);
+VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s, now(),
+    now() + (%(expires_at)s::timestamptz - %(created_at)s::timestamptz))
+RETURNING expires_at;
+
+-- name: org_invites
+-- The invites of an org, oldest first (its admins only, by policy).
+SELECT * FROM invites WHERE org = %(org)s ORDER BY created_at, id;
+
+-- name: revoke_invite
+-- Take back a pending invite (by policy: an org admin as itself; an owner invite, an owner).
+UPDATE invites SET revoked_at = now(), revoked_by = %(by)s
+WHERE org = %(org)s AND id = %(id)s::uuid AND accepted_at IS NULL AND revoked_at IS NULL;
 
 -- name: accept_invite
--- Join through a live invite addressed to the acting user (definer function).
-SELECT lorestore_accept_invite(%(code_hash)s, %(at)s::timestamptz) AS org;
+-- Join through a live invite addressed to the acting user (definer function; the database's
+-- clock decides whether it has expired).
+SELECT lorestore_accept_invite(%(code_hash)s) AS org;
 
 -- name: insert_binding
 -- Route a scope pattern to an org; nothing when the pattern is bound already.

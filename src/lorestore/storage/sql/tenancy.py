@@ -20,11 +20,13 @@ from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
     audit_row,
+    invite_from_row,
     invite_params,
     membership_from_row,
     policy_params,
     token_from_row,
     token_params,
+    ts_text,
 )
 from lorestore.storage.sql.base import SQLBase
 
@@ -99,8 +101,18 @@ class TenancyPrimitives(SQLBase):
     def remove_member(self, org: str, member: str) -> bool:
         return self._exec("remove_member", {"org": org, "member": member}).rowcount == 1
 
-    def insert_invite(self, invite: Invite, code_hash: str) -> None:
-        self._exec("insert_invite", invite_params(invite, code_hash))
+    def insert_invite(self, invite: Invite, code_hash: str) -> str:
+        row = self._one("insert_invite", invite_params(invite, code_hash))
+        return ts_text(row["expires_at"]) or invite.expires_at
+
+    def org_invites(self, org: str) -> list[Invite]:
+        return [invite_from_row(r) for r in self._all("org_invites", {"org": org})]
+
+    def revoke_invite(self, org: str, invite_id: str, by: str, at: str) -> bool:
+        if not self._valid_id(invite_id):
+            return False
+        params = {"org": org, "id": invite_id, "by": by, "at": at}
+        return self._exec("revoke_invite", params).rowcount == 1
 
     def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
         params = {"org": org, "pattern": pattern, "by": by, "at": at}

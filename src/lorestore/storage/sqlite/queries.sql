@@ -312,13 +312,23 @@ DELETE FROM memberships WHERE org = :org AND member = :member;
 -- name: insert_invite
 -- Record an invite (the code's hash, never the code).
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at)
-VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at);
+VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at)
+RETURNING expires_at;
+
+-- name: org_invites
+-- The invites of an org, oldest first.
+SELECT * FROM invites WHERE org = :org ORDER BY created_at, id;
+
+-- name: revoke_invite
+-- Take back a pending invite.
+UPDATE invites SET revoked_at = :at, revoked_by = :by
+WHERE org = :org AND id = :id AND accepted_at IS NULL AND revoked_at IS NULL;
 
 -- name: live_invite
 -- A live invite addressed to the principal with this code.
 SELECT * FROM invites
 WHERE code_hash = :code_hash AND invitee = :principal AND accepted_at IS NULL
-  AND expires_at > :at;
+  AND revoked_at IS NULL AND expires_at > :at;
 
 -- name: mark_invite_accepted
 -- An invite is used once.

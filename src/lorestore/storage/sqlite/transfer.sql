@@ -51,15 +51,16 @@ VALUES (:org, :member, :role, :created_at);
 
 -- name: select_invites
 -- Invites, accepted or not (codes as hashes only).
-SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, accepted_at
+SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, accepted_at,
+    revoked_at, revoked_by
 FROM invites ORDER BY id;
 
 -- name: insert_invites
 -- Add an invite.
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at,
-    accepted_at)
+    accepted_at, revoked_at, revoked_by)
 VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at,
-    :accepted_at);
+    :accepted_at, :revoked_at, :revoked_by);
 
 -- name: select_scope_bindings
 -- Scope patterns routed to orgs.
