@@ -127,9 +127,7 @@ def test_forging_the_actor_in_an_argument_does_nothing(seeded: PostgresStore) ->
             conn.execute("SELECT lorestore_owners('user:alice')")
         assert conn.execute("SELECT lorestore_owners()").fetchone() == (["user:bob"],)
         # An invite addressed to someone else cannot be taken with its code.
-        assert conn.execute(
-            "SELECT lorestore_accept_invite(%s)", [code_hash]
-        ).fetchone() == (None,)
+        assert conn.execute("SELECT lorestore_accept_invite(%s)", [code_hash]).fetchone() == (None,)
         assert conn.execute("SELECT count(*) FROM memberships").fetchone() == (0,)
         # Setting another actor mid-transaction is the app's power; the database still
         # derives everything from it, so the service never does so from input.
@@ -312,9 +310,11 @@ def test_every_definer_function_searches_the_temporary_schema_last(
 def test_the_app_role_cannot_create_temporary_tables(
     pg: PostgresStore, pg_template: Template, pg_database: str
 ) -> None:
-    with app_connection(pg, "user:bob") as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("CREATE TEMP TABLE memberships (org text, member text, role text)")
+    with (
+        app_connection(pg, "user:bob") as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute("CREATE TEMP TABLE memberships (org text, member text, role text)")
     with _admin(pg_template, pg_database) as conn:  # the control: the database owner may
         conn.execute("CREATE TEMP TABLE scratch (x int)")
 
@@ -341,9 +341,7 @@ def test_temporary_tables_do_not_shadow_the_definer_functions(
             "expires_at) VALUES (gen_random_uuid(), 'org:acme', 'user:bob', 'owner', 'forged', "
             "'user:alice', now(), now() + interval '1 day')"
         )
-        assert conn.execute("SELECT lorestore_accept_invite('forged')").fetchone() == (
-            None,
-        )
+        assert conn.execute("SELECT lorestore_accept_invite('forged')").fetchone() == (None,)
         assert conn.execute("SELECT count(*) FROM public.memberships").fetchone() == (0,)
     code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob")).code
     assert service.org_accept(BOB, OrgAcceptParams(code=code)).org == "org:acme"  # the control

@@ -121,11 +121,11 @@ def test_accepting_uses_the_databases_clock(
         store = api.service.store
         assert isinstance(store, PostgresStore)
         digest = hashlib.sha256(late["code"].encode()).hexdigest()
-        with app_connection(store, "user:carol") as conn:
-            with pytest.raises(psycopg.errors.UndefinedFunction):
-                conn.execute(
-                    "SELECT lorestore_accept_invite(%s, '2000-01-01'::timestamptz)", [digest]
-                )
+        with (
+            app_connection(store, "user:carol") as conn,
+            pytest.raises(psycopg.errors.UndefinedFunction),
+        ):
+            conn.execute("SELECT lorestore_accept_invite(%s, '2000-01-01'::timestamptz)", [digest])
         with app_connection(store, "user:carol") as conn:
             assert conn.execute("SELECT lorestore_accept_invite(%s)", [digest]).fetchone() == (
                 None,
