@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import app_connection
 from tests.migrating import pg_url
 from tests.pg import Template
-from tests.serving import Api, error_of, make_api
+from tests.serving import Api, backend_api, error_of, make_api
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import TokenCreateParams
@@ -25,11 +25,7 @@ from lorestore.storage.postgres import PostgresStore
 def api(
     request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Api]:
-    if request.param == "postgres":
-        template: Template = request.getfixturevalue("pg_template")
-        name = request.getfixturevalue("pg_database")
-        monkeypatch.setenv("LORESTORE_DATABASE_URL", pg_url(template.app_url(name)))
-    yield from make_api(home)
+    yield from backend_api(request, home, monkeypatch)
 
 
 def token_of(api: Api, user: str, permission: str = "admin", **kw: object) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
-from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
+from lorestore.core.patterns import normalise_pattern, patterns_overlap, scope_allowed
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
     MemberInfo,
@@ -190,23 +190,25 @@ class OrgOperations(OrgRules):
         self._authorise(actor, "admin")
         org = _org(p.org).key
         pattern = normalise_pattern(p.pattern)
+        likes = _claim(pattern) if bind else []  # bad input is refused before any state
         self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             self._require_org_admin(tx, actor, org)
             if bind:
-                # Inside another org's binding, a narrower one would win ("most specific") and
-                # take that org's scopes from it: a repository it covers, a branch of one.
+                # Two orgs' bindings may not share a scope: the narrower would win ("most
+                # specific") and take the other org's scopes, whichever came first (a branch
+                # pattern under a repository wildcard, a wildcard over a bound repository).
                 for other in tx.bindings_for(actor.principal):
-                    if other.org != org and pattern_within(pattern, (other.pattern,)):
+                    if other.org != org and patterns_overlap(pattern, other.pattern):
                         raise LorestoreError(
                             "conflict",
-                            f"{pattern} falls under {other.pattern}, bound to {other.org}; "
-                            f"bound to {org} it would take those scopes from {other.org}",
+                            f"{pattern} shares scopes with {other.pattern}, bound to {other.org}; "
+                            f"bound to {org} it would take some of them from {other.org}",
                             hint=f"ask an admin of {other.org} to unbind {other.pattern} first, "
-                            "or bind a pattern outside it",
+                            "or bind a pattern that shares no scope with it",
                             details={"pattern": pattern, "bound": other.pattern, "org": other.org},
                         )
-                if tx.scopes_held_by_others(org, actor.principal, _claim(pattern)):
+                if tx.scopes_held_by_others(org, actor.principal, likes):
                     raise LorestoreError(
                         "conflict",
                         f"lessons of other owners are kept at scopes {pattern} covers; bound "
