@@ -463,7 +463,13 @@ class OrgBindParams(Params):
 class OrgBindingResult(Result):
     org: str
     pattern: str
-    bound: bool
+    bound: bool = Field(description="the binding routes its scopes now (false: unbound or pending)")
+    pending: bool = Field(
+        False,
+        description="the binding waits for an operator's approval (lorestore db "
+        "approve-binding) and routes nothing until then",
+    )
+    hint: str | None = Field(None, description="what happens next, for a pending binding")
     own_lessons_routed: int = Field(
         0,
         description="your own lessons at scopes the pattern covers: bound, reads and writes "

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.conftest import app_connection
+from tests.conftest import app_connection, approve_pending
 from tests.pg import TENANT_TABLES, Template
 
 from lorestore.auth.actor import local_actor
@@ -143,6 +143,7 @@ def team(store: PostgresStore, bob_role: str) -> LessonService:
     service = LessonService(store)
     service.org_create(ALICE, OrgCreateParams(slug="acme"))
     service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    approve_pending(store)  # bob keeps lessons here: the binding waits for an operator
     service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="team"))
     invite = OrgInviteParams(org="acme", user="bob", role=bob_role)  # type: ignore[arg-type]
     service.org_accept(BOB, OrgAcceptParams(code=service.org_invite(ALICE, invite).code))

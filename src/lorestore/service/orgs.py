@@ -14,7 +14,12 @@ from collections.abc import Callable
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
-from lorestore.core.patterns import normalise_pattern, patterns_overlap, scope_allowed
+from lorestore.core.patterns import (
+    normalise_pattern,
+    pattern_within,
+    patterns_overlap,
+    scope_allowed,
+)
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
     MemberInfo,
@@ -29,7 +34,7 @@ from lorestore.models import (
     OrgParams,
 )
 from lorestore.service.base import ServiceBase
-from lorestore.storage.protocol import Transaction
+from lorestore.storage.protocol import Binding, Store, Transaction
 
 ADMIN_ROLES = ("owner", "admin")
 RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
@@ -66,10 +71,9 @@ def _named(make: Callable[[str], Owner], text: str, what: str) -> Owner:
         ) from None
 
 
-def _claim(pattern: str) -> list[str]:
-    """The SQL LIKE patterns of the scopes a binding of ``pattern`` claims (a repository's
-    branches with it); refuses a pattern that claims more than a named owner's or project's
-    scopes: ``global``, or a wildcard in the project name or repository owner."""
+def _check_claim(pattern: str) -> None:
+    """Refuse a pattern that claims more than a named owner's or project's scopes: ``global``,
+    or a wildcard in the project name or repository owner."""
     kind, _, rest = pattern.partition("::")
     first = rest.split("/", 1)[0].split("::", 1)[0]
     if kind == "global" or "*" in first:
@@ -82,14 +86,11 @@ def _claim(pattern: str) -> list[str]:
             details={"pattern": pattern},
         )
 
-    def like(text: str) -> str:
-        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return escaped.replace("*", "%")
 
-    likes = [like(pattern)]
-    if kind == "repo":
-        likes.append(like(f"branch::{rest}") + "::%")
-    return likes
+APPROVAL_HINT = (
+    "an operator approves it where the database is: lorestore db approve-binding ORG PATTERN "
+    "(with a superuser --database-url on PostgreSQL); until then it routes nothing"
+)
 
 
 class OrgRules(ServiceBase):
@@ -190,7 +191,8 @@ class OrgOperations(OrgRules):
         self._authorise(actor, "admin")
         org = _org(p.org).key
         pattern = normalise_pattern(p.pattern)
-        likes = _claim(pattern) if bind else []  # bad input is refused before any state
+        if bind:
+            _check_claim(pattern)  # bad input is refused before any state
         self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             self._require_org_admin(tx, actor, org)
@@ -198,7 +200,8 @@ class OrgOperations(OrgRules):
                 # Two orgs' bindings may not share a scope: the narrower would win ("most
                 # specific") and take the other org's scopes, whichever came first (a branch
                 # pattern under a repository wildcard, a wildcard over a bound repository).
-                for other in tx.bindings_for(actor.principal):
+                bindings = tx.bindings_for(actor.principal)
+                for other in [*bindings, *tx.pending_bindings()]:
                     if other.org != org and patterns_overlap(pattern, other.pattern):
                         raise LorestoreError(
                             "conflict",
@@ -208,16 +211,10 @@ class OrgOperations(OrgRules):
                             "or bind a pattern that shares no scope with it",
                             details={"pattern": pattern, "bound": other.pattern, "org": other.org},
                         )
-                if tx.scopes_held_by_others(org, actor.principal, likes):
-                    raise LorestoreError(
-                        "conflict",
-                        f"lessons of other owners are kept at scopes {pattern} covers; bound "
-                        f"to {org}, they would be cut off from their owners",
-                        hint="bind a narrower pattern, or have those lessons moved into the org "
-                        "first (lorestore export, then import into the org's scope)",
-                        details={"pattern": pattern, "org": org},
-                    )
-                if not tx.insert_binding(org, pattern, actor.principal, self._now()):
+                approved = self._approvable(tx, actor, org, pattern, bindings)
+                if not tx.insert_binding(
+                    org, pattern, actor.principal, self._now(), approved=approved
+                ):
                     raise LorestoreError(
                         "conflict",
                         f"{pattern} is already bound to an org",
@@ -226,13 +223,82 @@ class OrgOperations(OrgRules):
             elif not tx.delete_binding(org, pattern):
                 raise LorestoreError("not_found", f"{pattern} is not bound to {org}")
             action = "org.bind" if bind else "org.unbind"  # which tenant owns a scope: audited
-            self._audit(tx, actor, action, None, owner=org, detail={"org": org, "pattern": pattern})
+            detail: dict[str, object] = {"org": org, "pattern": pattern}
+            if bind:
+                detail["approved"] = approved
+            self._audit(tx, actor, action, None, owner=org, detail=detail)
             # The binder's own lessons there are not the org's: say how many the binding routes
             # away from their owner (unbinding brings them back).
-            counts = tx.scope_counts([actor.owner], self._now()) if bind else []
+            counts = tx.scope_counts([actor.owner], self._now()) if bind and approved else []
             routed = sum(
                 c.active + c.archived + c.expired + c.rejected
                 for c in counts
                 if scope_allowed((pattern,), parse_scope(c.scope))
             )
-        return OrgBindingResult(org=org, pattern=pattern, bound=bind, own_lessons_routed=routed)
+        pending = bind and not approved
+        return OrgBindingResult(
+            org=org,
+            pattern=pattern,
+            bound=bind and approved,
+            pending=pending,
+            hint=APPROVAL_HINT if pending else None,
+            own_lessons_routed=routed,
+        )
+
+    def _approvable(
+        self, tx: Transaction, actor: Actor, org: str, pattern: str, bindings: list[Binding]
+    ) -> bool:
+        """Whether a new binding routes at once: it lies within one the org holds already, or
+        nobody outside the org holds anything here (a single team's store; there the claim is
+        checked against the lessons others keep, and refused, since only members can ask).
+        Any other waits for an operator, and the answer says nothing of others' lessons."""
+        own = tuple(b.pattern for b in bindings if b.org == org)
+        if pattern_within(pattern, own):
+            return True
+        if tx.org_has_outsiders(org):
+            return False
+        if tx.scopes_held_by_others(org, actor.principal, pattern):
+            raise LorestoreError(
+                "conflict",
+                f"lessons of other owners are kept at scopes {pattern} covers; bound "
+                f"to {org}, they would be cut off from their owners",
+                hint="bind a narrower pattern, or have those lessons moved into the org "
+                "first (lorestore export, then import into the org's scope)",
+                details={"pattern": pattern, "org": org},
+            )
+        return True
+
+
+def approve_binding(store: Store, org: str, pattern: str, *, reject: bool, at: str) -> bool:
+    """An operator's decision on a pending binding, on a store opened with rights over every
+    tenant. Approving refuses (``conflict``) while other owners keep lessons at the scopes it
+    claims; True when approved, False when rejected."""
+    org_id = _org(org).key
+    pattern = normalise_pattern(pattern)
+    with store.transaction(write=True, actor=None) as tx:
+        if reject:
+            if not tx.reject_binding(org_id, pattern):
+                raise _no_request(org_id, pattern)
+            return False
+        if not any(b.org == org_id and b.pattern == pattern for b in tx.pending_bindings()):
+            raise _no_request(org_id, pattern)
+        if tx.binding_claims_held(org_id, pattern):
+            raise LorestoreError(
+                "conflict",
+                f"other owners keep lessons at scopes {pattern} covers: approved, the binding "
+                f"would cut them off from their lessons and route their writes to {org_id}",
+                hint="if the org does stand for that name, have those lessons moved into it "
+                "first; otherwise refuse the request (--reject)",
+                details={"org": org_id, "pattern": pattern},
+            )
+        tx.approve_binding(org_id, pattern, "operator", at)
+        return True
+
+
+def _no_request(org: str, pattern: str) -> LorestoreError:
+    return LorestoreError(
+        "not_found",
+        f"{org} has no pending binding of {pattern}",
+        hint="lorestore db pending-bindings lists the requests waiting for approval",
+        details={"org": org, "pattern": pattern},
+    )

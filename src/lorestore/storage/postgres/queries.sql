@@ -248,9 +248,11 @@ SELECT set_config('lorestore.actor', %(actor)s, true);
 SELECT lorestore_register_actor();
 
 -- name: bindings_for
--- Every scope binding, with the principal's role in the bound org (NULL: not a member).
+-- Every approved scope binding (the ones that route), with the principal's role in the
+-- bound org (NULL: not a member).
 SELECT b.org, b.pattern, m.role FROM scope_bindings AS b
-LEFT JOIN memberships AS m ON m.org = b.org AND m.member = %(principal)s;
+LEFT JOIN memberships AS m ON m.org = b.org AND m.member = %(principal)s
+WHERE b.approved_at IS NOT NULL;
 
 -- name: memberships
 -- The orgs a principal belongs to.
@@ -299,8 +301,9 @@ SELECT lorestore_accept_invite(%(code_hash)s) AS org;
 
 -- name: insert_binding
 -- Route a scope pattern to an org; nothing when the pattern is bound already.
-INSERT INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (%(org)s, %(pattern)s, %(by)s, %(at)s::timestamptz)
+INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
+VALUES (%(org)s, %(pattern)s, %(by)s, %(at)s::timestamptz,
+    CASE WHEN %(approved)s THEN %(at)s::timestamptz END, CASE WHEN %(approved)s THEN %(by)s END)
 ON CONFLICT DO NOTHING;
 
 -- name: delete_binding
@@ -308,10 +311,35 @@ ON CONFLICT DO NOTHING;
 DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 
 -- name: scopes_held_by_others
--- Whether a lesson of an owner other than the org and the actor sits at a scope matching a
--- LIKE pattern (a definer function: the app role sees no other tenant's lessons; migration
--- 0013; the actor comes from the session).
-SELECT lorestore_scopes_held_by_others(%(org)s, %(likes)s::text[]) AS held;
+-- Whether a lesson of an owner other than the org and the actor sits at a scope a binding of
+-- the pattern claims (a definer function: the app role sees no other tenant's lessons; it
+-- derives the LIKE patterns itself and answers only while nobody outside the org holds
+-- anything here; the actor comes from the session).
+SELECT lorestore_scopes_held_by_others(%(org)s, %(pattern)s) AS held;
+
+-- name: org_has_outsiders
+-- Whether a user outside the org holds anything here (a lesson, a token, a membership).
+SELECT lorestore_org_has_outsiders(%(org)s) AS outsiders;
+
+-- name: pending_bindings
+-- The scope bindings waiting for an operator's approval (they route nothing yet).
+SELECT org, pattern, NULL::text AS role, created_by, created_at FROM scope_bindings
+WHERE approved_at IS NULL ORDER BY created_at, pattern COLLATE "C";
+
+-- name: binding_claims_held
+-- Whether a lesson of an owner other than the org and the binding's creator sits at a scope
+-- the pending binding claims (an operator's question, asked with a superuser's rights).
+SELECT lorestore_claims_held(org, pattern, created_by) AS held FROM scope_bindings
+WHERE org = %(org)s AND pattern = %(pattern)s AND approved_at IS NULL;
+
+-- name: approve_binding
+-- An operator approves a pending binding: from now on it routes its scopes.
+UPDATE scope_bindings SET approved_at = %(at)s::timestamptz, approved_by = %(by)s
+WHERE org = %(org)s AND pattern = %(pattern)s AND approved_at IS NULL;
+
+-- name: reject_binding
+-- An operator refuses a pending binding.
+DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s AND approved_at IS NULL;
 
 -- name: set_max_active
 -- Set an owner's cap on active lessons.

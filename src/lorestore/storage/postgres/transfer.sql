@@ -68,12 +68,14 @@ VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_b
 
 -- name: select_scope_bindings
 -- Scope patterns routed to orgs.
-SELECT org, pattern, created_by, created_at FROM scope_bindings ORDER BY org, pattern;
+SELECT org, pattern, created_by, created_at, approved_at, approved_by FROM scope_bindings
+ORDER BY org, pattern;
 
 -- name: insert_scope_bindings
 -- Add a scope binding.
-INSERT INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (%(org)s, %(pattern)s, %(created_by)s, %(created_at)s::timestamptz);
+INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
+VALUES (%(org)s, %(pattern)s, %(created_by)s, %(created_at)s::timestamptz,
+    %(approved_at)s::timestamptz, %(approved_by)s);
 
 -- name: select_tokens
 -- Tokens as stored: the hash of the secret, never the secret.

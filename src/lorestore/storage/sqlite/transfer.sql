@@ -64,12 +64,13 @@ VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expir
 
 -- name: select_scope_bindings
 -- Scope patterns routed to orgs.
-SELECT org, pattern, created_by, created_at FROM scope_bindings ORDER BY org, pattern;
+SELECT org, pattern, created_by, created_at, approved_at, approved_by FROM scope_bindings
+ORDER BY org, pattern;
 
 -- name: insert_scope_bindings
 -- Add a scope binding.
-INSERT INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (:org, :pattern, :created_by, :created_at);
+INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
+VALUES (:org, :pattern, :created_by, :created_at, :approved_at, :approved_by);
 
 -- name: select_tokens
 -- Tokens as stored: the hash of the secret, never the secret.
