@@ -223,3 +223,15 @@ def test_the_app_role_cannot_approve_a_binding_itself(
             assert [b.pattern for b in tx.pending_bindings()] == ["repo::victimco/*"]
     finally:
         store.close()
+
+
+def test_approving_needs_the_operators_rights(
+    cli: Cli, pg_template: Template, pg_database: str
+) -> None:
+    from tests.migrating import pg_url
+
+    app = pg_url(pg_template.app_url(pg_database))
+    refused = cli("db", "approve-binding", "acme", "repo::acme/*", "--database-url", app, "--json")
+    assert refused.exit_code == 1 and refused.error()["code"] == "config_error"
+    admin = pg_url(pg_template.admin_url(pg_database))  # the control: a superuser may ask
+    assert cli.ok("db", "pending-bindings", "--database-url", admin)["pending"] == []

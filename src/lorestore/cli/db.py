@@ -181,7 +181,16 @@ def _operator_store(database_url: str | None, what: str) -> tuple[Any, str | Non
             )
         database_url = settings.database_url
     store = open_database(database_url)
-    return store, rls_bypass(store)
+    warning = rls_bypass(store)
+    if warning is None and hasattr(store, "role_bypassing_rls"):
+        store.close()
+        raise LorestoreError(
+            "config_error",
+            f"{what} decides for every tenant, and this PostgreSQL role sees only its own",
+            hint="pass --database-url with a superuser of that database, e.g. "
+            "postgresql://postgres@HOST/DB",
+        )
+    return store, warning
 
 
 _DATABASE_URL_HELP = (
