@@ -257,3 +257,39 @@ def tamper_audit(store: Store, event_id: int) -> None:
     with psycopg.connect(make_conninfo(**admin), autocommit=True) as conn:
         conn.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only")
         conn.execute("UPDATE audit_log SET reason = 'nothing to see' WHERE id = %s", (event_id,))
+
+
+@contextmanager
+def operator_store(store: Store) -> Iterator[Store]:
+    """The store as an operator opens it: on PostgreSQL with the superuser's rights."""
+    if not isinstance(store, PostgresStore):
+        yield store
+        return
+    admin = conninfo_to_dict(admin_url())
+    admin["dbname"] = conninfo_to_dict(store.url)["dbname"]
+    operator = PostgresStore(make_conninfo(**admin), max_size=1)
+    try:
+        yield operator
+    finally:
+        operator.close()
+
+
+def operator_approve(store: Store, org: str, pattern: str, *, reject: bool = False) -> bool:
+    """An operator's decision on a pending scope binding, as `lorestore db approve-binding`
+    makes it."""
+    from lorestore.core.records import format_ts
+    from lorestore.service.orgs import approve_binding
+
+    with operator_store(store) as operator:
+        at = format_ts(datetime.now(UTC))
+        return approve_binding(operator, org, pattern, reject=reject, at=at)
+
+
+def approve_pending(store: Store) -> None:
+    """The operator approves every pending scope binding: for a setup that binds a scope while
+    people outside the org already hold something."""
+    with operator_store(store) as operator:
+        with operator.transaction(write=False, actor=None) as tx:
+            pending = tx.pending_bindings()
+        for binding in pending:
+            operator_approve(operator, binding.org, binding.pattern)

@@ -26,7 +26,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from lorestore.storage.postgres.setup import init_database
+from lorestore.storage.postgres.setup import init_database, secure_database
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 # Every tenant table: forced row-level security on each (test_postgres_rls), and every table
@@ -152,6 +152,8 @@ class Template:
                     sql.Identifier(name), sql.Identifier(self.name)
                 )
             )
+        with psycopg.connect(self.admin_url(name), autocommit=True) as conn:
+            secure_database(conn)  # database-wide rights are not copied from a template
         return name
 
     def drop(self, name: str) -> None:

@@ -414,11 +414,42 @@ class OrgInviteParams(Params):
 
 
 class OrgInviteResult(Result):
+    id: str = Field(description="the invite's id (org_invite_revoke takes it back)")
     code: str = Field(description="the one-time code, shown once; give it to the invitee")
     org: str
     invitee: str
     role: str
     expires_at: str
+
+
+class OrgInviteRevokeParams(Params):
+    org: str = Field(description="the org's slug")
+    id: str = Field(description="the invite's id, as `lorestore org invites` lists it")
+
+
+InviteState = Literal["pending", "accepted", "revoked", "void", "expired"]
+
+
+class InviteInfo(Result):
+    id: str
+    org: str
+    invitee: str
+    role: str
+    created_by: str
+    created_at: str
+    expires_at: str
+    state: InviteState = Field(
+        description="pending (its code works), accepted, revoked (taken back by an admin), "
+        "void (its creator left the org or lost the role to issue it) or expired"
+    )
+    accepted_at: str | None = None
+    revoked_at: str | None = None
+    revoked_by: str | None = None
+
+
+class OrgInvitesResult(Result):
+    org: str
+    invites: list[InviteInfo]
 
 
 class OrgAcceptParams(Params):
@@ -438,7 +469,13 @@ class OrgBindParams(Params):
 class OrgBindingResult(Result):
     org: str
     pattern: str
-    bound: bool
+    bound: bool = Field(description="the binding routes its scopes now (false: unbound or pending)")
+    pending: bool = Field(
+        False,
+        description="the binding waits for an operator's approval (lorestore db "
+        "approve-binding) and routes nothing until then",
+    )
+    hint: str | None = Field(None, description="what happens next, for a pending binding")
     own_lessons_routed: int = Field(
         0,
         description="your own lessons at scopes the pattern covers: bound, reads and writes "

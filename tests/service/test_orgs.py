@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.conftest import set_cap
+from tests.conftest import operator_approve, set_cap
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
@@ -173,22 +173,28 @@ def test_cap_on_active_lessons(service: LessonService, store) -> None:  # type: 
 
 
 def test_a_binding_cannot_take_scopes_others_keep_lessons_in(service: LessonService) -> None:
-    """Anyone may create an org; binding it over scopes where other people keep lessons (or
-    over every owner's or project's scopes) would lock them out of their own lessons, so it
-    is refused on both backends. Scopes nobody else uses may be claimed."""
+    """Anyone may create an org; binding it over scopes where other people keep lessons would
+    lock them out of their own lessons. With others in the store, a binding waits for an
+    operator, answered the same whether anyone keeps lessons there (no oracle); the operator
+    refuses it where they do. Every owner's or project's scopes are never the org's."""
     write(service, ALICE, "repo::alice/notes", "Alice's own lesson.")
     write(service, ALICE, "branch::alice/cli::main", "On main, run the slow tests too.")
     service.org_create(BOB, OrgCreateParams(slug="evil"))
-    for pattern in ("repo::alice/*", "repo::alice/notes", "branch::alice/cli::*"):
-        bind = OrgBindParams(org="evil", pattern=pattern)
-        assert code_of(lambda b=bind: service.org_bind(BOB, b)) == "conflict", pattern
+    patterns = ("repo::alice/*", "repo::alice/notes", "branch::alice/cli::*", "repo::evil/*")
+    answers = [service.org_bind(BOB, OrgBindParams(org="evil", pattern=p)) for p in patterns]
+    assert {(a.bound, a.pending, a.hint) for a in answers} == {(False, True, answers[0].hint)}
     for pattern in ("global", "repo::*/*", "project::*", "branch::*/app::*"):
         bind = OrgBindParams(org="evil", pattern=pattern)
         assert code_of(lambda b=bind: service.org_bind(BOB, b)) == "invalid_scope", pattern
     assert read(service, ALICE, "repo::alice/notes").value == "Alice's own lesson."
     assert read(service, ALICE, "branch::alice/cli::main").value.startswith("On main")
-    # The control: a namespace nobody else uses is the org's to claim.
-    service.org_bind(BOB, OrgBindParams(org="evil", pattern="repo::evil/*"))
+    for pattern in patterns[:3]:
+        with pytest.raises(LorestoreError) as refused:
+            operator_approve(service.store, "evil", pattern)
+        assert refused.value.code == "conflict", pattern
+    write(service, ALICE, "repo::alice/notes", "Still mine.")  # nothing was rerouted
+    # The control: a namespace nobody else uses is the org's once the operator approves it.
+    assert operator_approve(service.store, "evil", "repo::evil/*")
     write(service, BOB, "repo::evil/app", "Org lesson.")
     assert read(service, BOB, "repo::evil/app").owner == Owner.org("evil")
 
@@ -217,7 +223,8 @@ def test_a_binding_cannot_take_scopes_inside_another_orgs(acme: LessonService) -
     write(acme, ALICE, "branch::acme/app::main", "Still acme's")  # not rerouted to evil
     assert read(acme, ALICE, "branch::acme/app::main").owner == Owner.org("acme")
     elsewhere = acme.org_bind(dave, OrgBindParams(org="evil", pattern="repo::evil/*"))
-    assert elsewhere.bound  # the control: a pattern outside acme's binding
+    assert elsewhere.pending  # the control: a pattern outside acme's binding may be asked for
+    assert operator_approve(acme.store, "evil", "repo::evil/*")
 
 
 def test_org_and_token_changes_are_audited(acme: LessonService) -> None:

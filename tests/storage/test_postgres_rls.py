@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.conftest import app_connection
+from tests.conftest import app_connection, approve_pending
 from tests.pg import TENANT_TABLES, Template
 
 from lorestore.auth.actor import local_actor
@@ -146,9 +146,7 @@ def test_forging_the_actor_in_an_argument_does_nothing(seeded: PostgresStore) ->
             conn.execute("SELECT lorestore_owners('user:alice')")
         assert conn.execute("SELECT lorestore_owners()").fetchone() == (["user:bob"],)
         # An invite addressed to someone else cannot be taken with its code.
-        assert conn.execute(
-            "SELECT lorestore_accept_invite(%s, now())", [code_hash]
-        ).fetchone() == (None,)
+        assert conn.execute("SELECT lorestore_accept_invite(%s)", [code_hash]).fetchone() == (None,)
         assert conn.execute("SELECT count(*) FROM memberships").fetchone() == (0,)
         # Setting another actor mid-transaction is the app's power; the database still
         # derives everything from it, so the service never does so from input.
@@ -164,6 +162,7 @@ def team(store: PostgresStore, bob_role: str) -> LessonService:
     service = LessonService(store)
     service.org_create(ALICE, OrgCreateParams(slug="acme"))
     service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    approve_pending(store)  # bob keeps lessons here: the binding waits for an operator
     service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="team"))
     invite = OrgInviteParams(org="acme", user="bob", role=bob_role)  # type: ignore[arg-type]
     service.org_accept(BOB, OrgAcceptParams(code=service.org_invite(ALICE, invite).code))
@@ -311,3 +310,58 @@ def test_a_rejection_waits_for_writes_of_its_owner_in_flight(seeded: PostgresSto
     rejecting.join(timeout=10)
     assert done and not rejecting.is_alive()  # the control: then it goes ahead
     assert service.memory_history(ALICE, ReadParams(scope="global", key="a")).trust == "rejected"
+
+
+SEARCH_PATH = ["search_path=pg_catalog, public, pg_temp"]
+
+
+def test_every_definer_function_searches_the_temporary_schema_last(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    with _admin(pg_template, pg_database) as conn:
+        rows = conn.execute(
+            "SELECT proname, proconfig FROM pg_proc "
+            "WHERE pronamespace = 'public'::regnamespace AND prosecdef"
+        ).fetchall()
+    assert {"lorestore_owners", "lorestore_accept_invite"} <= {name for name, _ in rows}
+    assert {name: config for name, config in rows if config != SEARCH_PATH} == {}
+
+
+def test_the_app_role_cannot_create_temporary_tables(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    with (
+        app_connection(pg, "user:bob") as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute("CREATE TEMP TABLE memberships (org text, member text, role text)")
+    with _admin(pg_template, pg_database) as conn:  # the control: the database owner may
+        conn.execute("CREATE TEMP TABLE scratch (x int)")
+
+
+@pytest.mark.fresh_database
+def test_temporary_tables_do_not_shadow_the_definer_functions(
+    seeded: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    """Even with TEMPORARY granted back, a session's temporary memberships or invites table is
+    not what the definer functions read: every name in them is qualified, pg_temp is last."""
+    service = LessonService(seeded)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    with _admin(pg_template, pg_database) as conn:
+        conn.execute(f"GRANT TEMPORARY ON DATABASE {pg_database} TO lorestore_app")
+    with app_connection(seeded, "user:bob") as conn:
+        conn.execute("CREATE TEMP TABLE memberships (org text, member text, role text)")
+        conn.execute("INSERT INTO memberships VALUES ('org:acme', 'user:bob', 'owner')")
+        assert conn.execute("SELECT lorestore_owners()").fetchone() == (["user:bob"],)
+        assert conn.execute("SELECT count(*) FROM public.lessons").fetchone() == (1,)  # his own
+    with app_connection(seeded, "user:bob") as conn:
+        conn.execute("CREATE TEMP TABLE invites (LIKE public.invites)")
+        conn.execute(
+            "INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, "
+            "expires_at) VALUES (gen_random_uuid(), 'org:acme', 'user:bob', 'owner', 'forged', "
+            "'user:alice', now(), now() + interval '1 day')"
+        )
+        assert conn.execute("SELECT lorestore_accept_invite('forged')").fetchone() == (None,)
+        assert conn.execute("SELECT count(*) FROM public.memberships").fetchone() == (0,)
+    code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob")).code
+    assert service.org_accept(BOB, OrgAcceptParams(code=code)).org == "org:acme"  # the control

@@ -248,10 +248,15 @@ def test_a_rate_window_counts_and_restarts(store: Store) -> None:
 
 
 def test_a_binding_sees_the_scopes_other_owners_hold(store: Store) -> None:
+    """Within one team (nobody outside the org holds anything): a member's personal lesson
+    is another owner's; the pattern is matched by the store, never given as LIKE text."""
     with store.transaction(write=True, actor=OWNER) as tx:
         assert tx.import_lessons([_imported(_lesson("k", "Alice's lesson."), "d-a")])[0]
     with store.transaction(write=True, actor="user:bob") as tx:
-        assert tx.scopes_held_by_others("org:acme", "user:bob", ["repo::acme/%"])
-        assert not tx.scopes_held_by_others("org:acme", "user:bob", ["repo::other/%"])
-    with store.transaction(write=True, actor=OWNER) as tx:
-        assert not tx.scopes_held_by_others("org:acme", OWNER, ["repo::acme/%"])  # its own
+        assert tx.create_org("org:acme", "Acme", "user:bob", AT)
+        assert tx.org_has_outsiders("org:acme")  # alice keeps a lesson and is not in it
+        tx.set_member("org:acme", OWNER, "member", AT)
+        assert not tx.org_has_outsiders("org:acme")
+        assert tx.scopes_held_by_others("org:acme", "user:bob", "repo::acme/*")
+        assert not tx.scopes_held_by_others("org:acme", "user:bob", "repo::other/*")
+        assert not tx.scopes_held_by_others("org:acme", "user:bob", "repo::acme/a_p%")

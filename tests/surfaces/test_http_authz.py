@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import approve_pending
 from tests.serving import Api, error_of, make_api
 
 from lorestore.auth.actor import local_actor
@@ -35,6 +36,7 @@ def acme(api: Api) -> dict[str, str]:
     tokens = {name: token_of(api, name) for name in ("alice", "dan", "bob", "mia")}
     api.ok("org_create", {"slug": "acme"}, token=tokens["alice"])
     api.ok("org_bind", {"org": "acme", "pattern": "repo::acme/*"}, token=tokens["alice"])
+    approve_pending(api.service.store)  # the others hold tokens already: an operator approves
     for user, role in (("dan", "owner"), ("bob", "admin"), ("mia", "member")):
         code = api.ok(
             "org_invite", {"org": "acme", "user": user, "role": role}, token=tokens["alice"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -161,3 +161,103 @@ def cap_command(
     if warning:
         print(f"warning: {warning}; fine for this command, never for serve", file=sys.stderr)
     print(f"{result['owner']}: at most {limit:,} active")
+
+
+def _operator_store(database_url: str | None, what: str) -> tuple[Any, str | None]:
+    """The store an operator's command opens: --database-url, else LORESTORE_DATABASE_URL
+    (never a remote server); with the warning when the role bypasses row-level security,
+    which these commands need on PostgreSQL."""
+    from lorestore.composition import open_database, rls_bypass
+    from lorestore.config import load_settings
+
+    if not database_url:
+        settings = load_settings(use_login=False)
+        if settings.remote:
+            raise LorestoreError(
+                "config_error",
+                f"{what} works on a database directly and LORESTORE_URL points to a server",
+                hint="run it where the database is, with --database-url or without "
+                "LORESTORE_URL (a superuser URL on PostgreSQL)",
+            )
+        database_url = settings.database_url
+    store = open_database(database_url)
+    warning = rls_bypass(store)
+    if warning is None and hasattr(store, "role_bypassing_rls"):
+        store.close()
+        raise LorestoreError(
+            "config_error",
+            f"{what} decides for every tenant, and this PostgreSQL role sees only its own",
+            hint="pass --database-url with a superuser of that database, e.g. "
+            "postgresql://postgres@HOST/DB",
+        )
+    return store, warning
+
+
+_DATABASE_URL_HELP = (
+    "sqlite:///PATH, or a PostgreSQL URL that may see every tenant (superuser); "
+    "default: LORESTORE_DATABASE_URL"
+)
+
+
+@db_app.command("approve-binding")
+def approve_binding_command(
+    org: Annotated[str, typer.Argument(help="the org's slug", metavar="ORG", show_default=False)],
+    pattern: Annotated[
+        str, typer.Argument(help="the pending pattern", metavar="PATTERN", show_default=False)
+    ],
+    reject: Annotated[
+        bool, typer.Option("--reject", help="refuse the request instead (it is removed)")
+    ] = False,
+    database_url: Annotated[
+        str | None, typer.Option("--database-url", help=_DATABASE_URL_HELP, metavar="URL")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Approve (or --reject) an org's pending scope binding: an operator's decision, since a
+    binding of a name nobody holds yet could squat another team's repositories. Approving is
+    refused while other owners keep lessons at the scopes it claims."""
+    from datetime import UTC, datetime
+
+    from lorestore.core.records import format_ts
+    from lorestore.service.orgs import approve_binding
+
+    try:
+        store, warning = _operator_store(database_url, "db approve-binding")
+        try:
+            at = format_ts(datetime.now(UTC))
+            approved = approve_binding(store, org, pattern, reject=reject, at=at)
+        finally:
+            store.close()
+    except LorestoreError as error:
+        raise failure(error, json_output) from None
+    result = {"org": org, "pattern": pattern, "approved": approved}
+    if json_output:
+        print(json.dumps(result | ({"warning": warning} if warning else {})))
+        return
+    print(f"{pattern}: {'approved for' if approved else 'refused to'} {org}")
+
+
+@db_app.command("pending-bindings")
+def pending_bindings_command(
+    database_url: Annotated[
+        str | None, typer.Option("--database-url", help=_DATABASE_URL_HELP, metavar="URL")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """The scope bindings waiting for an operator's approval (they route nothing yet)."""
+    try:
+        store, _ = _operator_store(database_url, "db pending-bindings")
+        try:
+            with store.transaction(write=False, actor=None) as tx:
+                pending = [{"org": b.org, "pattern": b.pattern} for b in tx.pending_bindings()]
+        finally:
+            store.close()
+    except LorestoreError as error:
+        raise failure(error, json_output) from None
+    if json_output:
+        print(json.dumps({"pending": pending}))
+        return
+    for item in pending:
+        print(f"{item['org']}  {item['pattern']}")
+    if not pending:
+        print("no binding waits for approval")

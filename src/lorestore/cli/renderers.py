@@ -18,11 +18,13 @@ from lorestore.models import (
     DeleteResult,
     ExplainResult,
     HistoryResult,
+    InviteInfo,
     LessonResult,
     ListResult,
     OrgBindingResult,
     OrgInfo,
     OrgInviteResult,
+    OrgInvitesResult,
     OrgListResult,
     OrgMembersResult,
     PolicyResult,
@@ -267,11 +269,16 @@ def _invite(c: Console, r: OrgInviteResult) -> None:
     c.print(f"[bold]{escape(r.code)}[/]")
     c.print(
         f"[dim]invite for {escape(r.invitee)} to {escape(r.org)} as {r.role}, until "
-        f"{r.expires_at}; shown once. They run: lorestore org accept CODE[/]"
+        f"{r.expires_at}; shown once. They run: lorestore org accept CODE "
+        f"(take it back: lorestore org invite-revoke ORG {r.id})[/]"
     )
 
 
 def _binding(c: Console, r: OrgBindingResult) -> None:
+    if r.pending:
+        c.print(f"{escape(r.pattern)} asked for {escape(r.org)}: pending", highlight=False)
+        c.print(f"[dim]{escape(r.hint or '')}[/]", highlight=False)
+        return
     verb = "bound to" if r.bound else "unbound from"
     c.print(f"{escape(r.pattern)} {verb} {escape(r.org)}")
     if r.own_lessons_routed:
@@ -281,6 +288,21 @@ def _binding(c: Console, r: OrgBindingResult) -> None:
             "they are out of your reach (kept, not deleted) until it is unbound",
             highlight=False,
         )
+
+
+def _invites(c: Console, r: OrgInvitesResult) -> None:
+    if not r.invites:
+        c.print(f"{escape(r.org)} has no invites")
+    for i in r.invites:
+        c.print(
+            f"{i.id}  {escape(i.invitee)} as {i.role}  {i.state}  by {escape(i.created_by)}, "
+            f"until {i.expires_at}",
+            highlight=False,
+        )
+
+
+def _invite_revoked(c: Console, r: InviteInfo) -> None:
+    c.print(f"invite {r.id} for {escape(r.invitee)}: {r.state}", highlight=False)
 
 
 def _delete(c: Console, r: DeleteResult) -> None:
@@ -312,6 +334,8 @@ RENDERERS: dict[type[Result], Callable[[Console, Any], None]] = {
     OrgMembersResult: _members,
     OrgInviteResult: _invite,
     OrgBindingResult: _binding,
+    OrgInvitesResult: _invites,
+    InviteInfo: _invite_revoked,
     DeleteResult: _delete,
     PurgeResult: _purge,
 }

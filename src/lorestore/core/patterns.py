@@ -54,6 +54,47 @@ def pattern_within(pattern: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatchcase(c, p) for p in patterns for c in candidates)
 
 
+def patterns_overlap(a: str, b: str) -> bool:
+    """Whether some scope is matched by both patterns, compared as patterns (a ``*`` in either
+    may stand for anything the other's text or ``*`` does), a repository pattern covering the
+    branches of the repositories it matches: ``branch::acme/*::main`` meets ``repo::acme/*``,
+    and ``repo::acme/*`` meets ``repo::acme/app``, whichever is given first."""
+    return any(globs_meet(x, y) for x in _claims(a) for y in _claims(b))
+
+
+def _claims(pattern: str) -> tuple[str, ...]:
+    if pattern.startswith("repo::"):
+        return pattern, "branch::" + pattern.removeprefix("repo::") + "::*"
+    return (pattern,)
+
+
+def globs_meet(p: str, q: str) -> bool:
+    """Whether one text is matched by both globs (``*`` matches any text, other characters
+    themselves). ``reach[i][j]``: the first ``i`` characters of ``p`` and ``j`` of ``q`` can
+    spell the same text; PostgreSQL's lorestore_globs_meet is this table, line for line."""
+    m, n = len(p), len(q)
+    reach = [[False] * (n + 1) for _ in range(m + 1)]
+    reach[0][0] = True
+    for i in range(m + 1):
+        for j in range(n + 1):
+            if reach[i][j]:
+                continue
+            reach[i][j] = (
+                (i > 0 and p[i - 1] == "*" and reach[i - 1][j])  # p's star ends here
+                or (j > 0 and i < m and p[i] == "*" and reach[i][j - 1])  # ... eats q[j-1]
+                or (j > 0 and q[j - 1] == "*" and reach[i][j - 1])
+                or (i > 0 and j < n and q[j] == "*" and reach[i - 1][j])
+                or (
+                    i > 0
+                    and j > 0
+                    and "*" not in (p[i - 1], q[j - 1])
+                    and p[i - 1] == q[j - 1]
+                    and reach[i - 1][j - 1]
+                )
+            )
+    return reach[m][n]
+
+
 def specificity(pattern: str) -> tuple[bool, int]:
     """How a pattern ranks among those covering one scope, most specific first: a pattern
     without a wildcard before one with, then the longer before the shorter."""

@@ -8,6 +8,7 @@ operations are grouped by concern into modules; ``LessonService`` is all of them
 from __future__ import annotations
 
 from lorestore.service.base import Clock, utcnow
+from lorestore.service.invites import InviteOperations
 from lorestore.service.lifecycle import LifecycleOperations
 from lorestore.service.orgs import OrgOperations
 from lorestore.service.portable import PortableOperations
@@ -25,6 +26,7 @@ class LessonService(
     ReviewOperations,
     TokenOperations,
     OrgOperations,
+    InviteOperations,
     RecallOperations,
     PortableOperations,
 ):

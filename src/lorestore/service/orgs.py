@@ -1,4 +1,4 @@
-"""Organisations: create, list, members, invites with one-time codes, and scope bindings.
+"""Organisations: create, list, members and scope bindings (invites: service/invites.py).
 
 Every membership change is checked here against the actor's role in the org and its
 rank (only an owner invites or removes an owner; the last owner stays). On PostgreSQL the
@@ -9,38 +9,45 @@ the last owner) are enforced here.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-import uuid
 from collections.abc import Callable
-from datetime import timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
-from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
-from lorestore.core.records import format_ts
+from lorestore.core.patterns import (
+    normalise_pattern,
+    pattern_within,
+    patterns_overlap,
+    scope_allowed,
+)
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
     MemberInfo,
     NoParams,
-    OrgAcceptParams,
     OrgBindingResult,
     OrgBindParams,
     OrgCreateParams,
     OrgInfo,
-    OrgInviteParams,
-    OrgInviteResult,
     OrgListResult,
     OrgMemberParams,
     OrgMembersResult,
     OrgParams,
 )
-from lorestore.service.base import ServiceBase, bounded
-from lorestore.storage.protocol import Invite, Transaction
+from lorestore.service.base import ServiceBase
+from lorestore.storage.protocol import Binding, Store, Transaction
 
 ADMIN_ROLES = ("owner", "admin")
-_RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
+RANK = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
+
+
+def org_key(text: str) -> str:
+    """The key (``org:acme``) of the org a parameter names."""
+    return _org(text).key
+
+
+def user_key(text: str) -> str:
+    """The key (``user:bob``) of the user a parameter names."""
+    return _user(text).key
 
 
 def _org(text: str, what: str = "the org") -> Owner:
@@ -64,10 +71,9 @@ def _named(make: Callable[[str], Owner], text: str, what: str) -> Owner:
         ) from None
 
 
-def _claim(pattern: str) -> list[str]:
-    """The SQL LIKE patterns of the scopes a binding of ``pattern`` claims (a repository's
-    branches with it); refuses a pattern that claims more than a named owner's or project's
-    scopes: ``global``, or a wildcard in the project name or repository owner."""
+def _check_claim(pattern: str) -> None:
+    """Refuse a pattern that claims more than a named owner's or project's scopes: ``global``,
+    or a wildcard in the project name or repository owner."""
     kind, _, rest = pattern.partition("::")
     first = rest.split("/", 1)[0].split("::", 1)[0]
     if kind == "global" or "*" in first:
@@ -80,21 +86,16 @@ def _claim(pattern: str) -> list[str]:
             details={"pattern": pattern},
         )
 
-    def like(text: str) -> str:
-        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return escaped.replace("*", "%")
 
-    likes = [like(pattern)]
-    if kind == "repo":
-        likes.append(like(f"branch::{rest}") + "::%")
-    return likes
+APPROVAL_HINT = (
+    "an operator approves it where the database is: lorestore db approve-binding ORG PATTERN "
+    "(with a superuser --database-url on PostgreSQL); until then it routes nothing"
+)
 
 
-def _code_hash(code: str) -> str:
-    return hashlib.sha256(code.strip().encode("utf-8")).hexdigest()
+class OrgRules(ServiceBase):
+    """What every org operation checks first."""
 
-
-class OrgOperations(ServiceBase):
     def _require_org_admin(self, tx: Transaction, actor: Actor, org: str) -> None:
         role = self._role(tx, actor, org)
         if role not in ADMIN_ROLES:
@@ -105,6 +106,8 @@ class OrgOperations(ServiceBase):
                 details={"org": org, "role": role},
             )
 
+
+class OrgOperations(OrgRules):
     def org_create(self, actor: Actor, p: OrgCreateParams) -> OrgInfo:
         self._authorise(actor, "admin")
         self._unconfined(actor, "creating an org")
@@ -138,68 +141,6 @@ class OrgOperations(ServiceBase):
             org=org,
             members=[MemberInfo(member=m.member, role=m.role, since=m.created_at) for m in members],
         )
-
-    def org_invite(self, actor: Actor, p: OrgInviteParams) -> OrgInviteResult:
-        self._authorise(actor, "admin")
-        org = _org(p.org).key
-        invitee = _user(p.user).key
-        self._within_orgs(actor, org)
-        if invitee == actor.principal:  # an invite kept back would outlast the inviter's removal
-            raise LorestoreError(
-                "invalid_argument",
-                "an invite is for someone else: you cannot invite yourself",
-                hint="a role of your own changes when an owner or admin invites you",
-            )
-        days = bounded("expires_days", p.expires_days, 1, 90)
-        now = self.clock()
-        code = "inv_" + secrets.token_urlsafe(24)
-        invite = Invite(
-            id=str(uuid.uuid4()),
-            org=org,
-            invitee=invitee,
-            role=p.role,
-            created_by=actor.principal,
-            created_at=format_ts(now),
-            expires_at=format_ts(now + timedelta(days=days)),
-        )
-        with self.store.transaction(write=True, actor=actor.principal) as tx:
-            self._require_org_admin(tx, actor, org)
-            if p.role == "owner" and self._role(tx, actor, org) != "owner":
-                raise LorestoreError("forbidden", "only an owner can invite another owner")
-            tx.insert_invite(invite, _code_hash(code))
-            detail = {"org": org, "invite": invite.id, "invitee": invitee, "role": p.role}
-            self._audit(tx, actor, "org.invite", None, owner=org, detail=detail)
-        return OrgInviteResult(
-            code=code, org=org, invitee=invitee, role=p.role, expires_at=invite.expires_at
-        )
-
-    def org_accept(self, actor: Actor, p: OrgAcceptParams) -> OrgInfo:
-        self._require(actor, "write")
-        with self.store.transaction(write=True, actor=actor.principal) as tx:
-            before = {m.org: m.role for m in tx.memberships(actor.principal)}
-            org = tx.accept_invite(_code_hash(p.code), actor.principal, self._now())
-            if org is None:
-                raise LorestoreError(
-                    "not_found",
-                    "no live invite for you with that code",
-                    hint="an invite works once, for the user it names, until it expires",
-                )
-            role = self._role(tx, actor, org) or "member"
-            held = before.get(org)
-            if held is not None and _RANK[role] < _RANK[held]:
-                # Raising here rolls the acceptance back: an invite never lowers a role (an
-                # admin could otherwise demote the last owner by inviting them lower).
-                raise LorestoreError(
-                    "conflict",
-                    f"you are already {held} of {org}; this invite would make you {role}",
-                    hint="an invite only raises a role; an owner changes roles",
-                    details={"org": org, "role": held, "invited_as": role},
-                )
-            detail = {"org": org, "member": actor.principal, "role": role, "before": held}
-            # The new member's own chain: a viewer may not write the org's (its invite is
-            # there, in the inviter's event).
-            self._audit(tx, actor, "org.accept", None, owner=actor.principal, detail=detail)
-        return OrgInfo(org=org, role=role)
 
     def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:
         self._authorise(actor, "admin")
@@ -250,32 +191,30 @@ class OrgOperations(ServiceBase):
         self._authorise(actor, "admin")
         org = _org(p.org).key
         pattern = normalise_pattern(p.pattern)
+        if bind:
+            _check_claim(pattern)  # bad input is refused before any state
         self._within_orgs(actor, org)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             self._require_org_admin(tx, actor, org)
             if bind:
-                # Inside another org's binding, a narrower one would win ("most specific") and
-                # take that org's scopes from it: a repository it covers, a branch of one.
-                for other in tx.bindings_for(actor.principal):
-                    if other.org != org and pattern_within(pattern, (other.pattern,)):
+                # Two orgs' bindings may not share a scope: the narrower would win ("most
+                # specific") and take the other org's scopes, whichever came first (a branch
+                # pattern under a repository wildcard, a wildcard over a bound repository).
+                bindings = tx.bindings_for(actor.principal)
+                for other in [*bindings, *tx.pending_bindings()]:
+                    if other.org != org and patterns_overlap(pattern, other.pattern):
                         raise LorestoreError(
                             "conflict",
-                            f"{pattern} falls under {other.pattern}, bound to {other.org}; "
-                            f"bound to {org} it would take those scopes from {other.org}",
+                            f"{pattern} shares scopes with {other.pattern}, bound to {other.org}; "
+                            f"bound to {org} it would take some of them from {other.org}",
                             hint=f"ask an admin of {other.org} to unbind {other.pattern} first, "
-                            "or bind a pattern outside it",
+                            "or bind a pattern that shares no scope with it",
                             details={"pattern": pattern, "bound": other.pattern, "org": other.org},
                         )
-                if tx.scopes_held_by_others(org, actor.principal, _claim(pattern)):
-                    raise LorestoreError(
-                        "conflict",
-                        f"lessons of other owners are kept at scopes {pattern} covers; bound "
-                        f"to {org}, they would be cut off from their owners",
-                        hint="bind a narrower pattern, or have those lessons moved into the org "
-                        "first (lorestore export, then import into the org's scope)",
-                        details={"pattern": pattern, "org": org},
-                    )
-                if not tx.insert_binding(org, pattern, actor.principal, self._now()):
+                approved = self._approvable(tx, actor, org, pattern, bindings)
+                if not tx.insert_binding(
+                    org, pattern, actor.principal, self._now(), approved=approved
+                ):
                     raise LorestoreError(
                         "conflict",
                         f"{pattern} is already bound to an org",
@@ -284,13 +223,82 @@ class OrgOperations(ServiceBase):
             elif not tx.delete_binding(org, pattern):
                 raise LorestoreError("not_found", f"{pattern} is not bound to {org}")
             action = "org.bind" if bind else "org.unbind"  # which tenant owns a scope: audited
-            self._audit(tx, actor, action, None, owner=org, detail={"org": org, "pattern": pattern})
+            detail: dict[str, object] = {"org": org, "pattern": pattern}
+            if bind:
+                detail["approved"] = approved
+            self._audit(tx, actor, action, None, owner=org, detail=detail)
             # The binder's own lessons there are not the org's: say how many the binding routes
             # away from their owner (unbinding brings them back).
-            counts = tx.scope_counts([actor.owner], self._now()) if bind else []
+            counts = tx.scope_counts([actor.owner], self._now()) if bind and approved else []
             routed = sum(
                 c.active + c.archived + c.expired + c.rejected
                 for c in counts
                 if scope_allowed((pattern,), parse_scope(c.scope))
             )
-        return OrgBindingResult(org=org, pattern=pattern, bound=bind, own_lessons_routed=routed)
+        pending = bind and not approved
+        return OrgBindingResult(
+            org=org,
+            pattern=pattern,
+            bound=bind and approved,
+            pending=pending,
+            hint=APPROVAL_HINT if pending else None,
+            own_lessons_routed=routed,
+        )
+
+    def _approvable(
+        self, tx: Transaction, actor: Actor, org: str, pattern: str, bindings: list[Binding]
+    ) -> bool:
+        """Whether a new binding routes at once: it lies within one the org holds already, or
+        nobody outside the org holds anything here (a single team's store; there the claim is
+        checked against the lessons others keep, and refused, since only members can ask).
+        Any other waits for an operator, and the answer says nothing of others' lessons."""
+        own = tuple(b.pattern for b in bindings if b.org == org)
+        if pattern_within(pattern, own):
+            return True
+        if tx.org_has_outsiders(org):
+            return False
+        if tx.scopes_held_by_others(org, actor.principal, pattern):
+            raise LorestoreError(
+                "conflict",
+                f"lessons of other owners are kept at scopes {pattern} covers; bound "
+                f"to {org}, they would be cut off from their owners",
+                hint="bind a narrower pattern, or have those lessons moved into the org "
+                "first (lorestore export, then import into the org's scope)",
+                details={"pattern": pattern, "org": org},
+            )
+        return True
+
+
+def approve_binding(store: Store, org: str, pattern: str, *, reject: bool, at: str) -> bool:
+    """An operator's decision on a pending binding, on a store opened with rights over every
+    tenant. Approving refuses (``conflict``) while other owners keep lessons at the scopes it
+    claims; True when approved, False when rejected."""
+    org_id = _org(org).key
+    pattern = normalise_pattern(pattern)
+    with store.transaction(write=True, actor=None) as tx:
+        if reject:
+            if not tx.reject_binding(org_id, pattern):
+                raise _no_request(org_id, pattern)
+            return False
+        if not any(b.org == org_id and b.pattern == pattern for b in tx.pending_bindings()):
+            raise _no_request(org_id, pattern)
+        if tx.binding_claims_held(org_id, pattern):
+            raise LorestoreError(
+                "conflict",
+                f"other owners keep lessons at scopes {pattern} covers: approved, the binding "
+                f"would cut them off from their lessons and route their writes to {org_id}",
+                hint="if the org does stand for that name, have those lessons moved into it "
+                "first; otherwise refuse the request (--reject)",
+                details={"org": org_id, "pattern": pattern},
+            )
+        tx.approve_binding(org_id, pattern, "operator", at)
+        return True
+
+
+def _no_request(org: str, pattern: str) -> LorestoreError:
+    return LorestoreError(
+        "not_found",
+        f"{org} has no pending binding of {pattern}",
+        hint="lorestore db pending-bindings lists the requests waiting for approval",
+        details={"org": org, "pattern": pattern},
+    )

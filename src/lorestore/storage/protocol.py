@@ -239,20 +239,44 @@ class Transaction(Protocol):
 
     def remove_member(self, org: str, member: str) -> bool: ...
 
-    def insert_invite(self, invite: Invite, code_hash: str) -> None: ...
+    def insert_invite(self, invite: Invite, code_hash: str) -> str:
+        """Record an invite; its expiry as stored (PostgreSQL dates it by its own clock)."""
+
+    def org_invites(self, org: str) -> list[Invite]:
+        """The invites of ``org``, oldest first."""
+
+    def revoke_invite(self, org: str, invite_id: str, by: str, at: str) -> bool:
+        """Take back a pending invite of ``org``; False when there is none with that id."""
 
     def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
         """Join the org of a live invite addressed to ``principal``; the org, or None."""
 
-    def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
-        """False when the pattern is already bound."""
+    def insert_binding(self, org: str, pattern: str, by: str, at: str, *, approved: bool) -> bool:
+        """False when the pattern is already bound (or asked for). Unapproved, it routes
+        nothing until an operator approves it."""
+
+    def pending_bindings(self) -> list[Binding]:
+        """The bindings waiting for an operator's approval."""
+
+    def org_has_outsiders(self, org: str) -> bool:
+        """Whether a user outside ``org`` holds anything in this store (a lesson, a token, a
+        membership)."""
+
+    def binding_claims_held(self, org: str, pattern: str) -> bool:
+        """Whether another owner than ``org`` and the pending binding's creator keeps lessons
+        at the scopes it claims (an operator's question: on PostgreSQL, a superuser's)."""
+
+    def approve_binding(self, org: str, pattern: str, by: str, at: str) -> bool: ...
+
+    def reject_binding(self, org: str, pattern: str) -> bool: ...
 
     def delete_binding(self, org: str, pattern: str) -> bool: ...
 
-    def scopes_held_by_others(self, org: str, actor: str, likes: Sequence[str]) -> bool:
+    def scopes_held_by_others(self, org: str, actor: str, pattern: str) -> bool:
         """Whether any owner but ``org`` and ``actor`` keeps a lesson (in any state) at a
-        scope matching one of the SQL LIKE patterns (``\\`` escapes): what a binding would
-        take from them."""
+        scope a binding of ``pattern`` claims (a repository pattern: its branches too): what
+        the binding would take from them. The store derives what to match from the pattern;
+        on PostgreSQL it answers only while nobody outside the org holds anything."""
 
     def set_max_active(self, owner: str, limit: int) -> None:
         """The cap on an owner's active lessons."""
@@ -443,6 +467,8 @@ class Invite:
     created_at: str
     expires_at: str
     accepted_at: str | None = None
+    revoked_at: str | None = None
+    revoked_by: str | None = None  # None with revoked_at: voided, its creator's role ended
 
 
 @dataclass(frozen=True, slots=True)

@@ -341,6 +341,21 @@ def invite_params(invite: Invite, code_hash: str) -> dict[str, Any]:
     }
 
 
+def invite_from_row(row: RowLike) -> Invite:
+    return Invite(
+        id=str(row["id"]),
+        org=row["org"],
+        invitee=row["invitee"],
+        role=row["role"],
+        created_by=row["created_by"],
+        created_at=ts_text(row["created_at"]) or "",
+        expires_at=ts_text(row["expires_at"]) or "",
+        accepted_at=ts_text(row["accepted_at"]),
+        revoked_at=ts_text(row["revoked_at"]),
+        revoked_by=row["revoked_by"],
+    )
+
+
 def membership_from_row(row: RowLike) -> Membership:
     return Membership(row["org"], row["member"], row["role"], ts_text(row["created_at"]) or "")
 

@@ -98,8 +98,9 @@ class PostgresTransaction(SQLTransaction):
         return bool(row and row["created"])
 
     def accept_invite(self, code_hash: str, principal: str, at: str) -> str | None:
-        # The definer function checks the invite names the session's actor.
-        row = self._one("accept_invite", {"code_hash": code_hash, "at": at})
+        # The definer function checks the invite names the session's actor, and its expiry
+        # by the database's clock: ``at`` is not the caller's to choose here.
+        row = self._one("accept_invite", {"code_hash": code_hash})
         return None if row is None or row["org"] is None else str(row["org"])
 
     def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:

@@ -11,6 +11,9 @@ from psycopg import errors as pg_errors
 from lorestore.core.errors import CAP_HINT, LorestoreError
 
 CAP_EXCEEDED = "LS001"
+# A scope binding the database refused (migration check_binding_claims): it shares scopes with
+# another org's binding (met by a binding made at the same moment), or names no owner.
+BINDING_OVERLAP, BINDING_UNCLAIMED = "LS002", "LS003"
 
 
 @contextmanager
@@ -41,6 +44,13 @@ def translate() -> Iterator[None]:
             details={"constraint": "lessons_address"},
         ) from exc
     except psycopg.Error as exc:
+        if exc.sqlstate in (BINDING_OVERLAP, BINDING_UNCLAIMED):
+            raise LorestoreError(
+                "conflict" if exc.sqlstate == BINDING_OVERLAP else "invalid_scope",
+                exc.diag.message_primary or "the database refused this scope binding",
+                hint="bind a pattern under a name the org stands for that shares no scope "
+                "with another org's binding",
+            ) from exc
         if exc.sqlstate == CAP_EXCEEDED:
             message = exc.diag.message_primary or "cap exceeded"
             raise LorestoreError(

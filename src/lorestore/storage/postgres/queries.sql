@@ -248,9 +248,11 @@ SELECT set_config('lorestore.actor', %(actor)s, true);
 SELECT lorestore_register_actor();
 
 -- name: bindings_for
--- Every scope binding, with the principal's role in the bound org (NULL: not a member).
+-- Every approved scope binding (the ones that route), with the principal's role in the
+-- bound org (NULL: not a member).
 SELECT b.org, b.pattern, m.role FROM scope_bindings AS b
-LEFT JOIN memberships AS m ON m.org = b.org AND m.member = %(principal)s;
+LEFT JOIN memberships AS m ON m.org = b.org AND m.member = %(principal)s
+WHERE b.approved_at IS NOT NULL;
 
 -- name: memberships
 -- The orgs a principal belongs to.
@@ -276,18 +278,32 @@ DELETE FROM memberships WHERE org = %(org)s AND member = %(member)s;
 
 -- name: insert_invite
 -- Record an invite (the code's hash, never the code).
+-- The database's clock dates it, and its lifetime is the one asked for: accepting compares the
+-- expiry with that same clock.
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at)
-VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s,
-    %(created_at)s::timestamptz, %(expires_at)s::timestamptz);
+VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s, now(),
+    now() + (%(expires_at)s::timestamptz - %(created_at)s::timestamptz))
+RETURNING expires_at;
+
+-- name: org_invites
+-- The invites of an org, oldest first (its admins only, by policy).
+SELECT * FROM invites WHERE org = %(org)s ORDER BY created_at, id;
+
+-- name: revoke_invite
+-- Take back a pending invite (by policy: an org admin as itself; an owner invite, an owner).
+UPDATE invites SET revoked_at = now(), revoked_by = %(by)s
+WHERE org = %(org)s AND id = %(id)s::uuid AND accepted_at IS NULL AND revoked_at IS NULL;
 
 -- name: accept_invite
--- Join through a live invite addressed to the acting user (definer function).
-SELECT lorestore_accept_invite(%(code_hash)s, %(at)s::timestamptz) AS org;
+-- Join through a live invite addressed to the acting user (definer function; the database's
+-- clock decides whether it has expired).
+SELECT lorestore_accept_invite(%(code_hash)s) AS org;
 
 -- name: insert_binding
 -- Route a scope pattern to an org; nothing when the pattern is bound already.
-INSERT INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (%(org)s, %(pattern)s, %(by)s, %(at)s::timestamptz)
+INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
+VALUES (%(org)s, %(pattern)s, %(by)s, %(at)s::timestamptz,
+    CASE WHEN %(approved)s THEN %(at)s::timestamptz END, CASE WHEN %(approved)s THEN %(by)s END)
 ON CONFLICT DO NOTHING;
 
 -- name: delete_binding
@@ -295,10 +311,35 @@ ON CONFLICT DO NOTHING;
 DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s;
 
 -- name: scopes_held_by_others
--- Whether a lesson of an owner other than the org and the actor sits at a scope matching a
--- LIKE pattern (a definer function: the app role sees no other tenant's lessons; migration
--- 0013; the actor comes from the session).
-SELECT lorestore_scopes_held_by_others(%(org)s, %(likes)s::text[]) AS held;
+-- Whether a lesson of an owner other than the org and the actor sits at a scope a binding of
+-- the pattern claims (a definer function: the app role sees no other tenant's lessons; it
+-- derives the LIKE patterns itself and answers only while nobody outside the org holds
+-- anything here; the actor comes from the session).
+SELECT lorestore_scopes_held_by_others(%(org)s, %(pattern)s) AS held;
+
+-- name: org_has_outsiders
+-- Whether a user outside the org holds anything here (a lesson, a token, a membership).
+SELECT lorestore_org_has_outsiders(%(org)s) AS outsiders;
+
+-- name: pending_bindings
+-- The scope bindings waiting for an operator's approval (they route nothing yet).
+SELECT org, pattern, NULL::text AS role, created_by, created_at FROM scope_bindings
+WHERE approved_at IS NULL ORDER BY created_at, pattern COLLATE "C";
+
+-- name: binding_claims_held
+-- Whether a lesson of an owner other than the org and the binding's creator sits at a scope
+-- the pending binding claims (an operator's question, asked with a superuser's rights).
+SELECT lorestore_claims_held(org, pattern, created_by) AS held FROM scope_bindings
+WHERE org = %(org)s AND pattern = %(pattern)s AND approved_at IS NULL;
+
+-- name: approve_binding
+-- An operator approves a pending binding: from now on it routes its scopes.
+UPDATE scope_bindings SET approved_at = %(at)s::timestamptz, approved_by = %(by)s
+WHERE org = %(org)s AND pattern = %(pattern)s AND approved_at IS NULL;
+
+-- name: reject_binding
+-- An operator refuses a pending binding.
+DELETE FROM scope_bindings WHERE org = %(org)s AND pattern = %(pattern)s AND approved_at IS NULL;
 
 -- name: store_setting
 -- A setting of the store as a whole (store_settings), such as the secret ids derive from.

@@ -94,10 +94,7 @@ def init_database(admin_url: str, *, app_password: str | None = None) -> InitRep
         conn.execute("SELECT pg_advisory_lock(hashtextextended('lorestore.init', 0))")
         for statement in _ROLES:
             conn.execute(statement)
-        dbname = conn.info.dbname
-        conn.execute(
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO lorestore_app").format(sql.Identifier(dbname))
-        )
+        secure_database(conn)
         password_set = False
         if app_password is not None:
             conn.execute(
@@ -112,6 +109,16 @@ def init_database(admin_url: str, *, app_password: str | None = None) -> InitRep
     if app_password is not None:
         params["password"] = app_password
     return InitReport(applied, _as_url(params), password_set)
+
+
+def secure_database(conn: psycopg.Connection[Any]) -> None:
+    """The database-wide rights (a superuser's to change, not a migration's): the app role may
+    connect, and nobody but the database owner may create temporary tables, which a session
+    could otherwise use to shadow a table by name. PostgreSQL does not copy these rights
+    into a database made from this one as a template."""
+    dbname = sql.Identifier(conn.info.dbname)
+    conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO lorestore_app").format(dbname))
+    conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(dbname))
 
 
 class PostgresLedger:

@@ -54,24 +54,28 @@ VALUES (%(org)s, %(member)s, %(role)s, %(created_at)s::timestamptz);
 
 -- name: select_invites
 -- Invites, accepted or not (codes as hashes only).
-SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, accepted_at
+SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, accepted_at,
+    revoked_at, revoked_by
 FROM invites ORDER BY id;
 
 -- name: insert_invites
 -- Add an invite.
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at,
-    accepted_at)
+    accepted_at, revoked_at, revoked_by)
 VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s,
-    %(created_at)s::timestamptz, %(expires_at)s::timestamptz, %(accepted_at)s::timestamptz);
+    %(created_at)s::timestamptz, %(expires_at)s::timestamptz, %(accepted_at)s::timestamptz,
+    %(revoked_at)s::timestamptz, %(revoked_by)s);
 
 -- name: select_scope_bindings
 -- Scope patterns routed to orgs.
-SELECT org, pattern, created_by, created_at FROM scope_bindings ORDER BY org, pattern;
+SELECT org, pattern, created_by, created_at, approved_at, approved_by FROM scope_bindings
+ORDER BY org, pattern;
 
 -- name: insert_scope_bindings
 -- Add a scope binding.
-INSERT INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (%(org)s, %(pattern)s, %(created_by)s, %(created_at)s::timestamptz);
+INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
+VALUES (%(org)s, %(pattern)s, %(created_by)s, %(created_at)s::timestamptz,
+    %(approved_at)s::timestamptz, %(approved_by)s);
 
 -- name: select_tokens
 -- Tokens as stored: the hash of the secret, never the secret.

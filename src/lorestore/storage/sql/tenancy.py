@@ -20,11 +20,13 @@ from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
     audit_row,
+    invite_from_row,
     invite_params,
     membership_from_row,
     policy_params,
     token_from_row,
     token_params,
+    ts_text,
 )
 from lorestore.storage.sql.base import SQLBase
 
@@ -99,21 +101,48 @@ class TenancyPrimitives(SQLBase):
     def remove_member(self, org: str, member: str) -> bool:
         return self._exec("remove_member", {"org": org, "member": member}).rowcount == 1
 
-    def insert_invite(self, invite: Invite, code_hash: str) -> None:
-        self._exec("insert_invite", invite_params(invite, code_hash))
+    def insert_invite(self, invite: Invite, code_hash: str) -> str:
+        row = self._one("insert_invite", invite_params(invite, code_hash))
+        return ts_text(row["expires_at"]) or invite.expires_at
 
-    def insert_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
-        params = {"org": org, "pattern": pattern, "by": by, "at": at}
+    def org_invites(self, org: str) -> list[Invite]:
+        return [invite_from_row(r) for r in self._all("org_invites", {"org": org})]
+
+    def revoke_invite(self, org: str, invite_id: str, by: str, at: str) -> bool:
+        if not self._valid_id(invite_id):
+            return False
+        params = {"org": org, "id": invite_id, "by": by, "at": at}
+        return self._exec("revoke_invite", params).rowcount == 1
+
+    def insert_binding(self, org: str, pattern: str, by: str, at: str, *, approved: bool) -> bool:
+        params = {"org": org, "pattern": pattern, "by": by, "at": at, "approved": approved}
         return self._exec("insert_binding", params).rowcount == 1
+
+    def pending_bindings(self) -> list[Binding]:
+        return [Binding(r["org"], r["pattern"], None) for r in self._all("pending_bindings", {})]
+
+    def org_has_outsiders(self, org: str) -> bool:
+        row = self._one("org_has_outsiders", {"org": org})
+        return bool(row and row["outsiders"])
+
+    def binding_claims_held(self, org: str, pattern: str) -> bool:
+        row = self._one("binding_claims_held", {"org": org, "pattern": pattern})
+        return bool(row and row["held"])
+
+    def approve_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
+        params = {"org": org, "pattern": pattern, "by": by, "at": at}
+        return self._exec("approve_binding", params).rowcount == 1
+
+    def reject_binding(self, org: str, pattern: str) -> bool:
+        return self._exec("reject_binding", {"org": org, "pattern": pattern}).rowcount == 1
 
     def delete_binding(self, org: str, pattern: str) -> bool:
         return self._exec("delete_binding", {"org": org, "pattern": pattern}).rowcount == 1
 
-    def scopes_held_by_others(self, org: str, actor: str, likes: Sequence[str]) -> bool:
+    def scopes_held_by_others(self, org: str, actor: str, pattern: str) -> bool:
         # PostgreSQL's definer function reads the actor from the session, not from here:
         # ``actor`` is that same principal.
-        params = {"org": org, "actor": actor, "likes": self._array(likes)}
-        row = self._one("scopes_held_by_others", params)
+        row = self._one("scopes_held_by_others", {"org": org, "actor": actor, "pattern": pattern})
         return bool(row and row["held"])
 
     def set_max_active(self, owner: str, limit: int) -> None:

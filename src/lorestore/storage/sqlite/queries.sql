@@ -280,9 +280,11 @@ SELECT number, name, checksum FROM schema_migrations ORDER BY number;
 INSERT INTO schema_migrations (number, name, checksum, applied_at) VALUES (?, ?, ?, ?);
 
 -- name: bindings_for
--- Every scope binding, with the principal's role in the bound org (NULL: not a member).
+-- Every approved scope binding (the ones that route), with the principal's role in the
+-- bound org (NULL: not a member).
 SELECT b.org, b.pattern, m.role FROM scope_bindings AS b
-LEFT JOIN memberships AS m ON m.org = b.org AND m.member = :principal;
+LEFT JOIN memberships AS m ON m.org = b.org AND m.member = :principal
+WHERE b.approved_at IS NOT NULL;
 
 -- name: memberships
 -- The orgs a principal belongs to.
@@ -312,13 +314,23 @@ DELETE FROM memberships WHERE org = :org AND member = :member;
 -- name: insert_invite
 -- Record an invite (the code's hash, never the code).
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at)
-VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at);
+VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at)
+RETURNING expires_at;
+
+-- name: org_invites
+-- The invites of an org, oldest first.
+SELECT * FROM invites WHERE org = :org ORDER BY created_at, id;
+
+-- name: revoke_invite
+-- Take back a pending invite.
+UPDATE invites SET revoked_at = :at, revoked_by = :by
+WHERE org = :org AND id = :id AND accepted_at IS NULL AND revoked_at IS NULL;
 
 -- name: live_invite
 -- A live invite addressed to the principal with this code.
 SELECT * FROM invites
 WHERE code_hash = :code_hash AND invitee = :principal AND accepted_at IS NULL
-  AND expires_at > :at;
+  AND revoked_at IS NULL AND expires_at > :at;
 
 -- name: mark_invite_accepted
 -- An invite is used once.
@@ -326,19 +338,27 @@ UPDATE invites SET accepted_at = :at WHERE id = :id;
 
 -- name: insert_binding
 -- Route a scope pattern to an org; ignored when the pattern is bound already.
-INSERT OR IGNORE INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (:org, :pattern, :by, :at);
+INSERT OR IGNORE INTO scope_bindings (org, pattern, created_by, created_at, approved_at,
+    approved_by)
+VALUES (:org, :pattern, :by, :at, CASE WHEN :approved THEN :at END,
+    CASE WHEN :approved THEN :by END);
 
 -- name: delete_binding
 -- Remove a scope binding.
 DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern;
 
 -- name: scopes_held_by_others
--- Whether a lesson of an owner other than :org and :actor sits at a scope matching a LIKE
--- pattern.
+-- Whether a lesson of an owner other than :org and :actor sits at a scope a binding of
+-- :pattern claims (a repository pattern: its branches too); the LIKE patterns are derived here.
+WITH liked AS (
+    SELECT :org AS org, :actor AS excluded, replace(replace(replace(replace(:pattern, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%') AS p,
+           :pattern LIKE 'repo::%' AS repo
+)
 SELECT EXISTS (
-    SELECT 1 FROM lessons AS l, json_each(:likes) AS p
-    WHERE l.owner != :org AND l.owner != :actor AND l.scope LIKE p.value ESCAPE '\'
+    SELECT 1 FROM lessons AS l, liked
+    WHERE l.owner != liked.org AND l.owner != liked.excluded
+      AND (l.scope LIKE liked.p ESCAPE '\'
+           OR (liked.repo AND l.scope LIKE 'branch::' || substr(liked.p, 7) || '::%' ESCAPE '\'))
 ) AS held;
 
 -- name: store_setting
@@ -351,6 +371,46 @@ SELECT coalesce(s.active_lessons, 0) AS active,
     coalesce(s.max_active, (SELECT CAST(dflt_value AS INTEGER) FROM pragma_table_info('owner_stats')
         WHERE name = 'max_active')) AS cap
 FROM (SELECT 1) AS one LEFT JOIN owner_stats AS s ON s.owner = :owner;
+-- name: org_has_outsiders
+-- Whether a user outside the org holds anything here (a lesson, a token, a membership);
+-- user:local, the store's own person, is the operator who approves bindings anyway.
+SELECT EXISTS (
+    SELECT 1 FROM principals AS p
+    WHERE p.kind = 'user' AND p.id != 'user:local'
+      AND NOT EXISTS (SELECT 1 FROM memberships AS m WHERE m.org = :org AND m.member = p.id)
+      AND (EXISTS (SELECT 1 FROM lessons AS l WHERE l.owner = p.id)
+           OR EXISTS (SELECT 1 FROM tokens AS t WHERE t.principal = p.id)
+           OR EXISTS (SELECT 1 FROM memberships AS o WHERE o.member = p.id))
+) AS outsiders;
+
+-- name: pending_bindings
+-- The scope bindings waiting for an operator's approval (they route nothing yet).
+SELECT org, pattern, NULL AS role, created_by, created_at FROM scope_bindings
+WHERE approved_at IS NULL ORDER BY created_at, pattern;
+
+-- name: binding_claims_held
+-- Whether a lesson of an owner other than the org and the binding's creator sits at a scope
+-- the pending binding claims (an operator's question).
+WITH liked AS (
+    SELECT org, created_by AS excluded, replace(replace(replace(replace(pattern, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%') AS p,
+           pattern LIKE 'repo::%' AS repo
+    FROM scope_bindings WHERE org = :org AND pattern = :pattern AND approved_at IS NULL
+)
+SELECT EXISTS (
+    SELECT 1 FROM lessons AS l, liked
+    WHERE l.owner != liked.org AND l.owner != liked.excluded
+      AND (l.scope LIKE liked.p ESCAPE '\'
+           OR (liked.repo AND l.scope LIKE 'branch::' || substr(liked.p, 7) || '::%' ESCAPE '\'))
+) AS held;
+
+-- name: approve_binding
+-- An operator approves a pending binding: from now on it routes its scopes.
+UPDATE scope_bindings SET approved_at = :at, approved_by = :by
+WHERE org = :org AND pattern = :pattern AND approved_at IS NULL;
+
+-- name: reject_binding
+-- An operator refuses a pending binding.
+DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern AND approved_at IS NULL;
 
 -- name: set_max_active
 -- Set an owner's cap on active lessons.

@@ -51,24 +51,26 @@ VALUES (:org, :member, :role, :created_at);
 
 -- name: select_invites
 -- Invites, accepted or not (codes as hashes only).
-SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, accepted_at
+SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, accepted_at,
+    revoked_at, revoked_by
 FROM invites ORDER BY id;
 
 -- name: insert_invites
 -- Add an invite.
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at,
-    accepted_at)
+    accepted_at, revoked_at, revoked_by)
 VALUES (:id, :org, :invitee, :role, :code_hash, :created_by, :created_at, :expires_at,
-    :accepted_at);
+    :accepted_at, :revoked_at, :revoked_by);
 
 -- name: select_scope_bindings
 -- Scope patterns routed to orgs.
-SELECT org, pattern, created_by, created_at FROM scope_bindings ORDER BY org, pattern;
+SELECT org, pattern, created_by, created_at, approved_at, approved_by FROM scope_bindings
+ORDER BY org, pattern;
 
 -- name: insert_scope_bindings
 -- Add a scope binding.
-INSERT INTO scope_bindings (org, pattern, created_by, created_at)
-VALUES (:org, :pattern, :created_by, :created_at);
+INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
+VALUES (:org, :pattern, :created_by, :created_at, :approved_at, :approved_by);
 
 -- name: select_tokens
 -- Tokens as stored: the hash of the secret, never the secret.

@@ -1,0 +1,11 @@
+-- 0018_qualify_definer_functions.sql
+--
+-- Why: PostgreSQL's migration of the same name qualifies every name its SECURITY DEFINER
+--   functions use and searches the temporary schema last, so a session's temporary table
+--   cannot stand in for memberships or invites. SQLite has no definer functions and no
+--   roles: the embedded store's boundary is the service.
+-- What changes: nothing (numbered to keep the two backends' migrations in step).
+-- Tenancy: none.
+-- Compatibility: none.
+-- Verify: nothing to verify.
+SELECT 1;

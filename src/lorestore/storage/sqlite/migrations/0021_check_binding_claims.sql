@@ -1,0 +1,12 @@
+-- 0020_check_binding_claims.sql
+--
+-- Why: PostgreSQL's migration of the same name enforces a scope binding's rules in the
+--   database (a pattern naming an owner or project; no scope shared with another org's
+--   binding, patterns compared as patterns), since its app role could insert bindings past
+--   the service. The embedded store has no such role: the service is its boundary, and it
+--   applies the same rules (core/patterns.py's patterns_overlap) to both backends.
+-- What changes: nothing (numbered to keep the two backends' migrations in step).
+-- Tenancy: none.
+-- Compatibility: none.
+-- Verify: nothing to verify.
+SELECT 1;
