@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from tests.conftest import Cli, app_connection
 from tests.migrating import pg_url
 from tests.pg import Template, admin_url
 
+from lorestore.auth.actor import local_actor
 from lorestore.core.audit import GENESIS, AuditEntry
+from lorestore.models import NoParams, WriteParams
+from lorestore.service import LessonService
 from lorestore.storage import migrations
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store
@@ -147,6 +151,7 @@ def test_the_app_cannot_move_a_head_but_by_appending(backend: Store, cli: Cli) -
             with pytest.raises(REFUSED):
                 conn.execute(statement)
         assert conn.execute(head).fetchone() == (6, last)
+        assert conn.execute("SELECT count(*) FROM audit_heads").fetchone() == (1,)
     cli.ok("write", S, "k", "three")  # the append path moves it
     assert cli("audit", "verify", "--json").json()["chains"][0]["head_events"] == 7
 
@@ -222,3 +227,34 @@ def test_postgres_app_role_may_only_read_heads(pg_template: Template, pg_databas
             "WHERE proname = 'lorestore_advance_audit_head'"
         ).fetchone()
         assert function == (True, "lorestore_definer", ["search_path=pg_catalog, public, pg_temp"])
+
+
+def test_verify_while_others_write_finds_no_fault(backend: Store) -> None:
+    """The head is read before the chain, so events appended meanwhile lie past it: a verify
+    run during writes never reports a fault that is not there."""
+    service = LessonService(backend)
+    errors: list[BaseException] = []
+    reports: list[bool] = []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(15):
+                params = WriteParams(scope=S, key=f"w{n}-{i}", value=f"lesson {n} {i}")
+                service.memory_write(local_actor(session=f"s{n}"), params)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def verify() -> None:
+        while any(t.is_alive() for t in writers):
+            reports.append(service.audit_verify(local_actor(), NoParams()).ok)
+
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(3)]
+    checker = threading.Thread(target=verify)
+    for thread in (*writers, checker):
+        thread.start()
+    for thread in (*writers, checker):
+        thread.join()
+    assert errors == []
+    assert reports and all(reports)
+    final = service.audit_verify(local_actor(), NoParams())
+    assert final.ok and final.chains[0].events == final.chains[0].head_events == 45

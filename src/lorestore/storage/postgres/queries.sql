@@ -216,7 +216,8 @@ SELECT * FROM audit_log WHERE owner = %(owner)s ORDER BY id;
 
 -- name: audit_head
 -- The head kept beside an owner's chain (its count and last hash), moved only by appends.
-SELECT events, last_hash FROM audit_heads WHERE owner = %(owner)s;
+SELECT events, last_hash FROM audit_heads WHERE owner = %(owner)s
+ORDER BY events DESC LIMIT 1;
 
 -- name: insert_token
 -- Store a new token (its hash, never the secret).
