@@ -120,6 +120,60 @@ def trigger_cost(admin: str, events: int = 2000) -> dict[str, float]:
     }
 
 
+def sqlite_trigger_cost(folder: Path, events: int = 5000, rounds: int = 7) -> dict[str, float]:
+    """What the head's triggers add to an append on SQLite, with the installed lorestore's
+    schema: ``events`` audit rows inserted in one transaction (rolled back), into a store as
+    it is and into one whose head triggers were dropped, alternately; medians of µs/event."""
+    import sqlite3
+
+    from lorestore.storage.sqlite import SQLiteStore
+
+    paths = {}
+    for side in ("with_heads", "without"):
+        paths[side] = folder / f"{uuid.uuid4().hex}.db"
+        SQLiteStore(paths[side]).close()
+    plain = sqlite3.connect(paths["without"])
+    for trigger in (
+        "audit_log_advance_head",
+        "audit_log_first_head",
+        "audit_heads_insert_guard",
+        "audit_heads_update_guard",
+    ):
+        plain.execute(f"DROP TRIGGER {trigger}")
+    plain.commit()
+    plain.close()
+    rows = [
+        ("user:bench", "2026-01-01T00:00:00Z", "user:bench", "x", f"p{n}", f"h{n}")
+        for n in range(events)
+    ]
+    insert = (
+        "INSERT INTO audit_log (owner, at, actor, action, prev_hash, hash) "
+        "VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    times: dict[str, list[float]] = {side: [] for side in paths}
+    try:
+        for n in range(rounds):
+            for side in paths if n % 2 == 0 else reversed(list(paths)):
+                conn = sqlite3.connect(paths[side], isolation_level=None)
+                conn.execute("BEGIN IMMEDIATE")
+                start = time.perf_counter()
+                conn.executemany(insert, rows)
+                times[side].append((time.perf_counter() - start) / events * 1e6)
+                conn.execute("ROLLBACK")
+                conn.close()
+    finally:
+        for path in paths.values():
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with_heads = statistics.median(times["with_heads"])
+    without = statistics.median(times["without"])
+    return {
+        "append_us_with_heads": round(with_heads, 2),
+        "append_us_without": round(without, 2),
+        "added_us_per_event": round(with_heads - without, 2),
+    }
+
+
 def child(args: argparse.Namespace) -> None:
     if args.child == "sqlite":
         samples = _sqlite(args.warmup, args.writes, Path(args.folder))
@@ -182,6 +236,8 @@ def main() -> int:
             rounds = [a / b for a, b in zip(by_side["after"], by_side["before"], strict=True)]
             entry["median_round_ratio"] = round(statistics.median(rounds), 3)
         summary[backend] = entry
+    if "sqlite" in args.backends.split(","):
+        summary["sqlite_trigger"] = sqlite_trigger_cost(Path(args.folder))
     if "postgres" in args.backends.split(","):
         summary["postgres_trigger"] = trigger_cost(args.admin)
     print(json.dumps(summary, indent=2))

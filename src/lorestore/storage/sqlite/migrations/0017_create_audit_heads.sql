@@ -7,11 +7,10 @@
 --   cut visible: `lorestore audit verify` compares the chain with its head, and opening the
 --   store compares each head's hash with its owner's last event (one indexed row an owner).
 -- What changes: the table audit_heads (owner, events, last_hash), filled from the chains
---   already stored; a trigger after every INSERT on audit_log advances the owner's head in
---   the same transaction, so every path that appends (an operation, an import, `lorestore
---   migrate`) keeps it without being told; triggers refuse to delete a head, or to insert or
---   update one except as that trigger does (one more event, the hash of the owner's last
---   event).
+--   already stored; triggers after every INSERT on audit_log start or advance the owner's
+--   head in the same transaction, so every path that appends (an operation, an import,
+--   `lorestore migrate`) keeps it without being told; guard triggers refuse to delete a
+--   head, to insert one but for an owner's first event, or to update one but by one event.
 -- Tenancy: none (the embedded store has no roles). Whoever can write the file can also drop
 --   these triggers: the head shows a cut made by anything that does not know of it (a DELETE
 --   with the append-only trigger dropped, a tool that edits rows), not one made by someone
@@ -53,19 +52,27 @@ BEGIN
     SELECT RAISE(ABORT, 'audit_heads moves only with audit_log');
 END;
 
+-- An update may only add one event (the trigger below also sets the hash of the event just
+-- appended; verify finds a hash set otherwise, as head_mismatch). The count alone is checked
+-- here: a subquery per append would cost more than the rest of the head's upkeep.
 CREATE TRIGGER audit_heads_update_guard BEFORE UPDATE ON audit_heads
-WHEN NEW.owner IS NOT OLD.owner
-    OR NEW.events IS NOT OLD.events + 1
-    OR NEW.last_hash IS NOT (SELECT hash FROM audit_log WHERE owner = NEW.owner
-                             ORDER BY id DESC LIMIT 1)
+WHEN NEW.owner IS NOT OLD.owner OR NEW.events IS NOT OLD.events + 1
 BEGIN
     SELECT RAISE(ABORT, 'audit_heads moves only with audit_log');
 END;
 
+-- Two triggers rather than one doing both: an INSERT statement in a trigger costs its share
+-- on every row even when it inserts nothing, and only an owner's first event needs one.
+-- Their conditions hold for neither in whichever order SQLite fires them: a head the first
+-- trigger has just started already names this event.
 CREATE TRIGGER audit_log_advance_head AFTER INSERT ON audit_log
+WHEN EXISTS (SELECT 1 FROM audit_heads WHERE owner = NEW.owner AND last_hash IS NOT NEW.hash)
 BEGIN
     UPDATE audit_heads SET events = events + 1, last_hash = NEW.hash WHERE owner = NEW.owner;
-    INSERT INTO audit_heads (owner, events, last_hash)
-    SELECT NEW.owner, 1, NEW.hash
-    WHERE NOT EXISTS (SELECT 1 FROM audit_heads WHERE owner = NEW.owner);
+END;
+
+CREATE TRIGGER audit_log_first_head AFTER INSERT ON audit_log
+WHEN NOT EXISTS (SELECT 1 FROM audit_heads WHERE owner = NEW.owner)
+BEGIN
+    INSERT INTO audit_heads (owner, events, last_hash) VALUES (NEW.owner, 1, NEW.hash);
 END;
