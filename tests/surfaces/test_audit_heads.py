@@ -258,3 +258,41 @@ def test_verify_while_others_write_finds_no_fault(backend: Store) -> None:
     assert reports and all(reports)
     final = service.audit_verify(local_actor(), NoParams())
     assert final.ok and final.chains[0].events == final.chains[0].head_events == 45
+
+
+def test_postgres_two_unlocked_appends_cannot_fork_the_head(
+    pg_template: Template, pg_database: str
+) -> None:
+    """Raw appends that skip the chain lock: both read the same head, so the second insert of
+    its next key fails once the first commits. The control: the first append lands."""
+    url = pg_template.app_url(pg_database)
+    insert = (
+        "INSERT INTO audit_log (owner, at, actor, action, prev_hash, hash) "
+        "VALUES ('user:local', now(), 'user:local', 'x', %s, %s)"
+    )
+    bind = "SELECT set_config('lorestore.actor', 'user:local', false)"
+    with psycopg.connect(url) as first, psycopg.connect(url) as second:
+        first.execute(bind)
+        second.execute(bind)
+        first.commit()
+        second.commit()
+        first.execute(insert, (GENESIS, "a" * 64))
+        failed: list[BaseException] = []
+
+        def race() -> None:
+            try:
+                second.execute(insert, (GENESIS, "b" * 64))
+                second.commit()
+            except psycopg.errors.UniqueViolation as exc:
+                failed.append(exc)
+                second.rollback()
+
+        racer = threading.Thread(target=race)
+        racer.start()
+        racer.join(0.5)
+        assert racer.is_alive()  # it waits on the first append's head
+        first.commit()
+        racer.join()
+        assert len(failed) == 1
+        heads = first.execute("SELECT events, last_hash FROM audit_heads").fetchall()
+        assert heads == [(1, "a" * 64)]
