@@ -51,11 +51,14 @@ def _timed_writes(store: Any, warmup: int, writes: int) -> list[float]:
 def _sqlite(warmup: int, writes: int, folder: Path) -> list[float]:
     from lorestore.storage.sqlite import SQLiteStore
 
-    store = SQLiteStore(folder / f"{uuid.uuid4().hex}.db")
+    path = folder / f"lorestore-bench-{uuid.uuid4().hex}.db"
+    store = SQLiteStore(path)
     try:
         return _timed_writes(store, warmup, writes)
     finally:
         store.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _postgres(warmup: int, writes: int, admin: str) -> list[float]:
@@ -130,7 +133,7 @@ def sqlite_trigger_cost(folder: Path, events: int = 5000, rounds: int = 7) -> di
 
     paths = {}
     for side in ("with_heads", "without"):
-        paths[side] = folder / f"{uuid.uuid4().hex}.db"
+        paths[side] = folder / f"lorestore-bench-{uuid.uuid4().hex}.db"
         SQLiteStore(paths[side]).close()
     plain = sqlite3.connect(paths["without"])
     for trigger in (
