@@ -40,6 +40,7 @@ TENANT_TABLES = frozenset(
         "lesson_sessions",
         "tombstones",
         "audit_log",
+        "audit_heads",
         "recall_log",
         "scope_policies",
         "owner_stats",

@@ -488,6 +488,16 @@ class ChainReport(Result):
     events: int
     ok: bool
     first_break: int | None = Field(None, description="id of the first event that does not follow")
+    head_events: int | None = Field(
+        None,
+        description="events the chain's head counts (kept where only an append moves it); "
+        "more than `events`: events were deleted",
+    )
+    faults: list[Literal["broken", "truncated", "head_mismatch"]] = Field(
+        default_factory=list,
+        description="broken: an event does not follow; truncated: the head counts more events "
+        "than are stored; head_mismatch: the head is not on the chain; empty: intact",
+    )
 
 
 class AuditVerifyResult(Result):

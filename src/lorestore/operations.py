@@ -229,7 +229,8 @@ CATALOG: tuple[Operation, ...] = (
     Operation("memory_audit", "The append-only audit log, newest first.", AuditParams, AuditResult),
     Operation(
         "audit_verify",
-        "Recompute the audit log's hash chains: any edited, removed or reordered event shows.",
+        "Recompute the audit log's hash chains and check each against its head: an edited, "
+        "removed or reordered event shows, and so do the newest events deleted.",
         NoParams,
         AuditVerifyResult,
         surfaces=ADMIN_SURFACES,

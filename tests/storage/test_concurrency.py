@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lorestore.auth.actor import local_actor
-from lorestore.core.audit import first_break
+from lorestore.core.audit import check_chain, first_break
 from lorestore.core.errors import LorestoreError
 from lorestore.models import ListParams, NoParams, ReadParams, WriteParams
 from lorestore.service import LessonService
@@ -73,6 +73,8 @@ def test_four_processes_write_500_each_without_loss(tmp_path: Path) -> None:
         assert shared is not None
         assert len(tx.versions(shared.pk, shared.lesson.id)) == shared.lesson.version == 40
         assert first_break(tx.audit_chain("user:local")) is None
+        head = tx.audit_head("user:local")  # the head kept pace with every writer
+        assert check_chain(tx.audit_chain("user:local"), head).faults == ()
     assert store.integrity_check() == "ok"
     store.close()
 

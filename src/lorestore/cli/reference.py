@@ -15,7 +15,7 @@ Generated from the command definitions by `python -m lorestore.cli.reference > d
 a test fails when this file and the commands disagree. Every operation command takes
 `--json`, which prints the result (or, on stderr, the error) as JSON. Exit status: 0 on
 success, 2 for bad input (`invalid_*`, `value_too_large`), 1 for any other error and for
-a check that found a fault (`audit verify` on a broken chain).
+a check that found a fault (`audit verify` on a broken or cut chain).
 """
 
 

@@ -152,7 +152,15 @@ def _audit(c: Console, r: AuditResult) -> None:
 
 def _audit_verify(c: Console, r: AuditVerifyResult) -> None:
     for chain in r.chains:
-        state = "[green]intact[/]" if chain.ok else f"[red]broken at event {chain.first_break}[/]"
+        problems = []
+        if "broken" in chain.faults:
+            problems.append(f"broken at event {chain.first_break}")
+        if "truncated" in chain.faults and chain.head_events is not None:
+            missing = chain.head_events - chain.events
+            problems.append(f"{missing} events missing: its head counts {chain.head_events}")
+        if "head_mismatch" in chain.faults:
+            problems.append("its end does not match its head")
+        state = f"[red]{escape('; '.join(problems))}[/]" if problems else "[green]intact[/]"
         c.print(f"{escape(chain.owner)}: {chain.events} events, {state}")
 
 

@@ -1,5 +1,7 @@
 """The audit hash chain: each event's hash covers the previous hash and the event's content,
-so editing, removing or reordering an event breaks every hash after it."""
+so editing, removing or reordering an event breaks every hash after it; and its head (the
+count and last hash the store keeps beside it), without which deleting the newest events
+would leave a chain that still links."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from lorestore.core.jsontext import compact_encoder
 
@@ -65,3 +67,56 @@ def first_break(events: Iterable[Mapping[str, Any]]) -> int | None:
             return int(event["id"])
         prev = event["hash"]
     return None
+
+
+Fault = Literal["broken", "truncated", "head_mismatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditHead:
+    """What the store keeps of an owner's chain where only an append moves it: how many
+    events the chain holds and the hash of the last one."""
+
+    events: int
+    last_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChainCheck:
+    """A chain checked against itself and its head: ``first_break`` is the id of the first
+    event that does not follow; ``faults`` says what is wrong (empty: nothing)."""
+
+    events: int
+    first_break: int | None
+    head_events: int | None
+    faults: tuple[Fault, ...]
+
+
+def check_chain(events: Iterable[Mapping[str, Any]], head: AuditHead | None) -> ChainCheck:
+    """Recompute the chain from its first event and find its head on it: ``broken`` when a
+    link does not follow, ``truncated`` when the head counts more events than are stored
+    (events were deleted: the newest, or any, with what was written after relinked onto
+    what was left), ``head_mismatch`` when the head is not a point of the chain otherwise
+    (its event replaced, or a chain with events and no head).
+
+    ``head`` is read before the chain: an event appended in between lies past the head,
+    which then still marks a point of the chain, so a concurrent write is never a fault."""
+    prev, count, broken, at_head = GENESIS, 0, None, None
+    for event in events:
+        if broken is None and (
+            event["prev_hash"] != prev or chain_hash(prev, event) != event["hash"]
+        ):
+            broken = int(event["id"])
+        prev = event["hash"]
+        count += 1
+        if head is not None and count == head.events:
+            at_head = prev
+    faults: list[Fault] = ["broken"] if broken is not None else []
+    if head is None:
+        if count:
+            faults.append("head_mismatch")
+    elif head.events > count:
+        faults.append("truncated")
+    elif at_head != head.last_hash:
+        faults.append("head_mismatch")
+    return ChainCheck(count, broken, head.events if head else None, tuple(faults))

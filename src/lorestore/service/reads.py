@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lorestore.auth.actor import Actor
-from lorestore.core.audit import first_break
+from lorestore.core.audit import check_chain
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.normalise import value_digests
 from lorestore.core.patterns import scope_allowed
@@ -203,16 +203,24 @@ class ReadOperations(ServiceBase):
         )
 
     def audit_verify(self, actor: Actor, p: NoParams) -> AuditVerifyResult:
-        """Recompute every readable owner's audit hash chain from the first event."""
+        """Recompute every readable owner's audit hash chain from the first event and compare
+        its end with the head the store keeps beside it (a cut tail shows only there)."""
         self._authorise(actor, "read")
         chains = []
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             for owner in self._readable_owners(tx, actor):
-                events = list(tx.audit_chain(owner))
-                broken = first_break(events)
+                # The head before the chain: an append committed in between lies past the
+                # head, never before it (check_chain).
+                head = tx.audit_head(owner)
+                check = check_chain(tx.audit_chain(owner), head)
                 chains.append(
                     ChainReport(
-                        owner=owner, events=len(events), ok=broken is None, first_break=broken
+                        owner=owner,
+                        events=check.events,
+                        ok=not check.faults,
+                        first_break=check.first_break,
+                        head_events=check.head_events,
+                        faults=list(check.faults),
                     )
                 )
         return AuditVerifyResult(ok=all(c.ok for c in chains), chains=chains)

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from lorestore.core.audit import AuditHead
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 
@@ -211,6 +212,10 @@ class Transaction(Protocol):
 
     def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
         """Every audit event of an owner in order, as stored, for chain verification."""
+
+    def audit_head(self, owner: str) -> AuditHead | None:
+        """The owner's chain head as the store keeps it (advanced by every append, by the
+        database itself); None when the owner has none."""
 
     def insert_token(self, token: TokenRecord, token_hash: str) -> None: ...
 

@@ -214,6 +214,11 @@ ORDER BY id DESC LIMIT %(limit)s;
 -- Every audit event of an owner in chain order.
 SELECT * FROM audit_log WHERE owner = %(owner)s ORDER BY id;
 
+-- name: audit_head
+-- The head kept beside an owner's chain (its count and last hash), moved only by appends.
+SELECT events, last_hash FROM audit_heads WHERE owner = %(owner)s
+ORDER BY events DESC LIMIT 1;
+
 -- name: insert_token
 -- Store a new token (its hash, never the secret).
 INSERT INTO tokens (id, principal, name, token_hash, prefix, permission, scopes, orgs,

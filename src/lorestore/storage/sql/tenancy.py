@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from lorestore.core.audit import AuditHead
 from lorestore.core.jsontext import dumps
 from lorestore.core.records import AuditEvent
 from lorestore.storage.protocol import (
@@ -63,6 +64,10 @@ class TenancyPrimitives(SQLBase):
 
     def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
         self._executemany("append_audit_row", map(audit_row, events))
+
+    def audit_head(self, owner: str) -> AuditHead | None:
+        row = self._one("audit_head", {"owner": owner})
+        return AuditHead(int(row["events"]), str(row["last_hash"])) if row else None
 
     # Tokens, orgs, bindings, caps, rate limits, policies.
 

@@ -247,6 +247,17 @@ ORDER BY id DESC LIMIT :limit;
 -- Every audit event of an owner in chain order.
 SELECT * FROM audit_log WHERE owner = :owner ORDER BY id;
 
+-- name: audit_head
+-- The head kept beside an owner's chain (its count and last hash), moved only by appends.
+SELECT events, last_hash FROM audit_heads WHERE owner = :owner;
+
+-- name: audit_heads_behind
+-- Owners whose head is not their last stored event (the newest events were deleted): one
+-- indexed row per owner, cheap enough for every open.
+SELECT h.owner, h.events FROM audit_heads AS h
+WHERE h.last_hash IS NOT (SELECT a.hash FROM audit_log AS a WHERE a.owner = h.owner
+                          ORDER BY a.id DESC LIMIT 1);
+
 -- name: insert_token
 -- Store a new token (its hash, never the secret).
 INSERT INTO tokens (id, principal, name, token_hash, prefix, permission, scopes, orgs,

@@ -10,6 +10,7 @@ The primitives inside a transaction are ``dialect.SQLiteTransaction``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -34,6 +35,7 @@ from lorestore.storage.sqlite.files import create_private, warn_if_shared
 from lorestore.storage.sqlite.ledger import PACKAGE, SQLiteLedger
 
 __all__ = ["BUSY_TIMEOUT_MS", "Q", "SQLiteStore", "SQLiteTransaction"]
+LOG = logging.getLogger("lorestore.storage")
 
 
 def _null(value: None) -> None:
@@ -106,9 +108,23 @@ class SQLiteStore:
         # A hard delete must erase content from the file, not just unlink its pages.
         self._conn.execute("PRAGMA secure_delete = ON")
         self.applied = self._migrate()
+        self._check_audit_heads()
         if fts_automerge(self._conn) != FTS_AUTOMERGE:  # an import died before turning it on
             set_fts_automerge(self._conn, FTS_AUTOMERGE)
         self._conn.execute(Q["lesson_docs"])
+
+    def _check_audit_heads(self) -> None:
+        """Warn when an owner's audit head is not its last stored event: the newest events
+        were deleted. One indexed row per owner, so every open can afford it; the full check
+        (every link, every count) is `lorestore audit verify`'s, which exits 1 on it."""
+        for row in self._conn.execute(Q["audit_heads_behind"]):
+            LOG.warning(
+                "the audit chain of %s does not end at its head (%d events): events were "
+                "deleted from %s; `lorestore audit verify` reports what is missing",
+                row["owner"],
+                row["events"],
+                self.path,
+            )
 
     def _refuse_foreign(self) -> None:
         """Refuse, before anything is written, a SQLite file that holds tables but not
