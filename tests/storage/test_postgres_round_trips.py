@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from tests.conftest import app_connection
 from tests.pg import Template
 
 from lorestore.auth.actor import local_actor
@@ -113,7 +113,7 @@ def _round_trips(store: PostgresStore, call: Any) -> int:
     lines = [line.split("\t") for line in Path(name).read_text(errors="replace").splitlines()]
     directions = [parts[1] for parts in lines if len(parts) > 2 and parts[1] in ("F", "B")]
     Path(name).unlink()
-    return sum(1 for sent, got in zip(directions, directions[1:]) if (sent, got) == ("F", "B"))
+    return sum(1 for pair in pairwise(directions) if pair == ("F", "B"))
 
 
 def test_a_write_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore) -> None:
@@ -132,3 +132,61 @@ def test_a_write_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore
     # Positive control: the write landed whole, read back through RLS, its audit chained.
     read = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="new"))
     assert read.lesson.value == "pin the cache key"
+
+
+def _counts(pg_template: Template, pg_database: str) -> tuple[int, int, int]:
+    with _admin(pg_template, pg_database) as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM lessons), (SELECT count(*) FROM lesson_versions), "
+            "(SELECT count(*) FROM audit_log)"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+@pytest.mark.fresh_database
+def test_a_statement_failing_unread_in_the_pipeline_fails_the_whole_write(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    """The version insert's answer is never read before the COMMIT: its failure (here a
+    trigger refusing as a policy would) still fails the write, with nothing of it stored, and
+    the connection serves the next call."""
+    service = LessonService(pg)
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="a", value="first"))
+    before = _counts(pg_template, pg_database)
+    with _admin(pg_template, pg_database) as conn:
+        conn.execute(
+            "CREATE FUNCTION refuse_version() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no versions today' USING ERRCODE = '42501'; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse_version BEFORE INSERT ON lesson_versions "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_version()"
+        )
+    with pytest.raises(LorestoreError) as refused:
+        service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="b", value="second"))
+    assert refused.value.code == "forbidden"  # as a row-level security refusal is reported
+    assert _counts(pg_template, pg_database) == before
+    with _admin(pg_template, pg_database) as conn:
+        conn.execute("DROP TRIGGER refuse_version ON lesson_versions")
+    # Positive control: the same connection, the same write, now lands whole.
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="b", value="second"))
+    assert _counts(pg_template, pg_database) == (before[0] + 1, before[1] + 1, before[2] + 1)
+
+
+def test_the_cap_still_refuses_a_pipelined_write(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    service = LessonService(pg)
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="a", value="first"))
+    with _admin(pg_template, pg_database) as conn:
+        conn.execute("UPDATE owner_stats SET max_active = 1 WHERE owner = 'user:alice'")
+    before = _counts(pg_template, pg_database)
+    with pytest.raises(LorestoreError) as refused:
+        service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="b", value="second"))
+    assert refused.value.code == "cap_exceeded"
+    assert _counts(pg_template, pg_database) == before
+    with _admin(pg_template, pg_database) as conn:
+        conn.execute("UPDATE owner_stats SET max_active = 2 WHERE owner = 'user:alice'")
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="b", value="second"))
+    assert _counts(pg_template, pg_database)[0] == before[0] + 1
