@@ -100,10 +100,12 @@ class PostgresStore:
                     conn.execute("COMMIT")
             except BaseException:
                 # A failed statement leaves the transaction aborted, and a ROLLBACK queued
-                # behind it in the pipeline is skipped: end it now, outside the pipeline.
+                # behind it in the pipeline would be skipped: end it now, outside the
+                # pipeline. psycopg's rollback also forgets its prepared statements, which
+                # an aborted pipeline may have left it believing the server holds.
                 if conn.info.transaction_status in _OPEN:
                     with suppress(psycopg.Error):  # a broken connection: the pool drops it
-                        conn.execute("ROLLBACK")
+                        conn.rollback()
                 raise
         if register:
             self._registered.add(str(actor))
