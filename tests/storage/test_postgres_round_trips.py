@@ -190,3 +190,17 @@ def test_the_cap_still_refuses_a_pipelined_write(
         conn.execute("UPDATE owner_stats SET max_active = 2 WHERE owner = 'user:alice'")
     service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="b", value="second"))
     assert _counts(pg_template, pg_database)[0] == before[0] + 1
+
+
+def test_a_read_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore) -> None:
+    service = LessonService(pg)
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="k", value="a lesson"))
+    found: list[str] = []
+
+    def read() -> None:
+        lesson = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="k")).lesson
+        found.append(lesson.value)
+
+    # Statement by statement: BEGIN, the actor, the bindings, the lesson, COMMIT.
+    assert _round_trips(pg, read) <= 3
+    assert found == ["a lesson"]  # positive control: the read is answered
