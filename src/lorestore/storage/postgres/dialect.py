@@ -57,10 +57,19 @@ class PostgresTransaction(SQLTransaction):
     _doc_lesson = staticmethod(lesson_from_row)
     _valid_id = staticmethod(_is_uuid)
 
-    def __init__(self, conn: psycopg.Connection[Row], *, write: bool) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Row], *, write: bool, pipeline: psycopg.Pipeline
+    ) -> None:
         super().__init__(conn)
         self._conn: psycopg.Connection[Row] = conn
         self._write = write
+        self._pipeline = pipeline
+
+    def _count(self, name: str, params: Any) -> int:
+        # Pipelined, a statement's row count is known once the server has answered it.
+        cursor = self._conn.execute(Q[name], params)
+        self._pipeline.sync()
+        return cursor.rowcount
 
     def _inserted(self, name: str, params: Any) -> int:
         row = self._conn.execute(Q[name], params).fetchone()

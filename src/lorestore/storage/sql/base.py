@@ -100,6 +100,10 @@ class SQLBase:
     def _exec(self, name: str, params: Any = ()) -> Cursor:
         return self._conn.execute(self.Q[name], params)
 
+    def _count(self, name: str, params: Any) -> int:
+        """Run a statement; how many rows it changed."""
+        return self._conn.execute(self.Q[name], params).rowcount
+
     def _one(self, name: str, params: Any) -> Any:
         return self._conn.execute(self.Q[name], params).fetchone()
 

@@ -69,7 +69,7 @@ class BulkPrimitives(SQLBase):
         return None if row is None else tombstone_from_row(row)
 
     def import_tombstone(self, tombstone: Tombstone) -> bool:
-        return self._exec("import_tombstone", tombstone_params(tombstone)).rowcount == 1
+        return self._count("import_tombstone", tombstone_params(tombstone)) == 1
 
     def export_policies(self, owners: Sequence[str]) -> list[PolicyRecord]:
         return [
@@ -84,10 +84,10 @@ class BulkPrimitives(SQLBase):
         ]
 
     def import_policy(self, policy: PolicyRecord) -> bool:
-        return self._exec("import_policy", policy_record_params(policy)).rowcount == 1
+        return self._count("import_policy", policy_record_params(policy)) == 1
 
     def import_foreign(self, record: ForeignRecord) -> bool:
-        return self._exec("import_foreign", foreign_params(record)).rowcount == 1
+        return self._count("import_foreign", foreign_params(record)) == 1
 
     def export_foreign(
         self, owners: Sequence[str], after: tuple[str, str] | None, limit: int

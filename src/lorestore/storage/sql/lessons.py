@@ -81,7 +81,7 @@ class LessonPrimitives(SQLBase):
 
     def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
         params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
-        return self._exec("add_session", params).rowcount == 1
+        return self._count("add_session", params) == 1
 
     def clear_sessions(self, pk: int) -> None:
         self._exec("clear_sessions", {"pk": pk})
@@ -111,7 +111,7 @@ class LessonPrimitives(SQLBase):
             "reason": reason,
             "lesson_id": lesson_id,
         }
-        return self._exec("lift_tombstones", params).rowcount
+        return self._count("lift_tombstones", params)
 
     def lessons_with_digest(self, owner: str, value_digest: str) -> list[StoredLesson]:
         rows = self._all("lessons_with_digest", {"owner": owner, "value_digest": value_digest})
@@ -191,7 +191,7 @@ class LessonPrimitives(SQLBase):
         return sorted(str(r["owner"]) for r in self._all("due_owners", params))
 
     def purge_recall_log(self, owner: str, cutoff: str) -> int:
-        return self._exec("purge_recall_log", {"owner": owner, "cutoff": cutoff}).rowcount
+        return self._count("purge_recall_log", {"owner": owner, "cutoff": cutoff})
 
     # Recall.
 

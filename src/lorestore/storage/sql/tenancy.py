@@ -85,7 +85,7 @@ class TenancyPrimitives(SQLBase):
         if not self._valid_id(token_id):
             return False
         params = {"principal": principal, "id": token_id, "at": at}
-        return self._exec("revoke_token", params).rowcount == 1
+        return self._count("revoke_token", params) == 1
 
     def touch_token(self, token_id: str, at: str) -> None:
         self._exec("touch_token", {"id": token_id, "at": at})
@@ -104,7 +104,7 @@ class TenancyPrimitives(SQLBase):
         self._exec("set_member", {"org": org, "member": member, "role": role, "at": at})
 
     def remove_member(self, org: str, member: str) -> bool:
-        return self._exec("remove_member", {"org": org, "member": member}).rowcount == 1
+        return self._count("remove_member", {"org": org, "member": member}) == 1
 
     def insert_invite(self, invite: Invite, code_hash: str) -> str:
         row = self._one("insert_invite", invite_params(invite, code_hash))
@@ -117,11 +117,11 @@ class TenancyPrimitives(SQLBase):
         if not self._valid_id(invite_id):
             return False
         params = {"org": org, "id": invite_id, "by": by, "at": at}
-        return self._exec("revoke_invite", params).rowcount == 1
+        return self._count("revoke_invite", params) == 1
 
     def insert_binding(self, org: str, pattern: str, by: str, at: str, *, approved: bool) -> bool:
         params = {"org": org, "pattern": pattern, "by": by, "at": at, "approved": approved}
-        return self._exec("insert_binding", params).rowcount == 1
+        return self._count("insert_binding", params) == 1
 
     def pending_bindings(self) -> list[Binding]:
         return [Binding(r["org"], r["pattern"], None) for r in self._all("pending_bindings", {})]
@@ -136,13 +136,13 @@ class TenancyPrimitives(SQLBase):
 
     def approve_binding(self, org: str, pattern: str, by: str, at: str) -> bool:
         params = {"org": org, "pattern": pattern, "by": by, "at": at}
-        return self._exec("approve_binding", params).rowcount == 1
+        return self._count("approve_binding", params) == 1
 
     def reject_binding(self, org: str, pattern: str) -> bool:
-        return self._exec("reject_binding", {"org": org, "pattern": pattern}).rowcount == 1
+        return self._count("reject_binding", {"org": org, "pattern": pattern}) == 1
 
     def delete_binding(self, org: str, pattern: str) -> bool:
-        return self._exec("delete_binding", {"org": org, "pattern": pattern}).rowcount == 1
+        return self._count("delete_binding", {"org": org, "pattern": pattern}) == 1
 
     def scopes_held_by_others(self, org: str, actor: str, pattern: str) -> bool:
         # PostgreSQL's definer function reads the actor from the session, not from here:

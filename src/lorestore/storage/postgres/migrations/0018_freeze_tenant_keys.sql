@@ -1,4 +1,4 @@
--- 0017_freeze_tenant_keys.sql
+-- 0018_freeze_tenant_keys.sql
 --
 -- Why: the row-level policies check a row's owner on USING and WITH CHECK, which keeps a
 --   write inside the owners the actor may write, but not inside the row's own tenant: a

@@ -1,4 +1,4 @@
--- 0018_qualify_definer_functions.sql
+-- 0019_qualify_definer_functions.sql
 --
 -- Why: every SECURITY DEFINER function had `SET search_path = public`, and PostgreSQL still
 --   searches the session's temporary schema first when the path does not name it: an app

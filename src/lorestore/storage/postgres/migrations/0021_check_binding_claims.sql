@@ -1,4 +1,4 @@
--- 0020_check_binding_claims.sql
+-- 0021_check_binding_claims.sql
 --
 -- Why: the rules a scope binding must keep were checked in Python only, so an org admin
 --   inserting into scope_bindings as the app role bypassed them: a binding of `global` or of

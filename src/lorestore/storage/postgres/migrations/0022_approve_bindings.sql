@@ -1,4 +1,4 @@
--- 0021_approve_bindings.sql
+-- 0022_approve_bindings.sql
 --
 -- Why: first come, first served. Any user could create an org and bind `repo::victimco/*` or
 --   `project::payments` before the real owners wrote there; their writes were then refused,

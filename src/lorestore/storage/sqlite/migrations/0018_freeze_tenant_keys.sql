@@ -1,4 +1,4 @@
--- 0017_freeze_tenant_keys.sql
+-- 0018_freeze_tenant_keys.sql
 --
 -- Why: PostgreSQL's migration of the same name stops a row from moving between tenants (an
 --   org member's `UPDATE lessons SET owner = 'user:me'` took the org's lessons). The embedded

@@ -1,4 +1,4 @@
--- 0018_qualify_definer_functions.sql
+-- 0019_qualify_definer_functions.sql
 --
 -- Why: PostgreSQL's migration of the same name qualifies every name its SECURITY DEFINER
 --   functions use and searches the temporary schema last, so a session's temporary table

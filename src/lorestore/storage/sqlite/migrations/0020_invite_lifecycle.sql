@@ -1,4 +1,4 @@
--- 0019_invite_lifecycle.sql
+-- 0020_invite_lifecycle.sql
 --
 -- Why: an invite outlived its creator's standing (an admin removed from an org kept every
 --   code it had handed out) and could not be taken back.

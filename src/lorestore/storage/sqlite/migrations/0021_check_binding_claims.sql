@@ -1,4 +1,4 @@
--- 0020_check_binding_claims.sql
+-- 0021_check_binding_claims.sql
 --
 -- Why: PostgreSQL's migration of the same name enforces a scope binding's rules in the
 --   database (a pattern naming an owner or project; no scope shared with another org's

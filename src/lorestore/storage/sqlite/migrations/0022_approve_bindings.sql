@@ -1,4 +1,4 @@
--- 0021_approve_bindings.sql
+-- 0022_approve_bindings.sql
 --
 -- Why: first come, first served: any user could create an org and bind `repo::victimco/*`
 --   before the real owners wrote there, and then their writes were refused. PostgreSQL's

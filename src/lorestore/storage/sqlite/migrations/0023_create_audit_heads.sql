@@ -1,4 +1,4 @@
--- 0017_create_audit_heads.sql
+-- 0023_create_audit_heads.sql
 --
 -- Why: each owner's audit events form a hash chain, which shows an edited, removed or
 --   reordered event, but not the newest events deleted: what is left of a chain cut at its
