@@ -84,7 +84,8 @@ class PostgresStore:
         The statements are pipelined: each is sent at once and the client waits on the
         server only where it needs an answer (a row read, a key returned, a count of rows
         changed) and once at the end, for the COMMIT. A write that was fourteen round trips
-        statement by statement (BEGIN, twelve statements, COMMIT) is eight; the statements,
+        statement by statement (BEGIN, twelve statements, COMMIT) is eight (ten with the
+        look-alike reads of a new key and value); the statements,
         the policies they run under and what they leave are the same. A statement that
         fails is reported at the next wait (at the latest by the COMMIT) and the whole
         transaction is rolled back."""
