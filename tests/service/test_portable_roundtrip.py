@@ -21,6 +21,7 @@ from tests.conftest import Clock
 from tests.pg import Pool
 from tests.portable import LOCAL, export_lines, import_lines, lesson, line, open_store
 
+from lorestore.core.normalise import first_invisible
 from lorestore.models import (
     ChangeParams,
     DisputeParams,
@@ -46,6 +47,8 @@ ENDINGS = (
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(schema_text()))
 
 text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30)
+# A new key holds no invisible character (refused: issue 19, item 12).
+key_text = text.filter(lambda k: first_invisible(k) is None)
 tag = st.from_regex(r"[a-z0-9][a-z0-9.-]{0,10}", fullmatch=True)
 # JSON values an unknown field may hold. PostgreSQL's jsonb keeps numbers as decimals, so
 # -0.0 and floats of 1e16 or more come back changed (docs/format.md); they are left out.
@@ -78,7 +81,7 @@ def plans(draw: st.DrawFn) -> list[Plan]:
         found.append(
             Plan(
                 scope=draw(st.sampled_from(SCOPES)),
-                key=f"{draw(text)} {i}",
+                key=f"{draw(key_text)} {i}",
                 values=values,
                 tags=tuple(draw(st.lists(tag, max_size=3))),
                 ending=draw(st.sampled_from(ENDINGS)),
