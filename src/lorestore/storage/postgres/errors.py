@@ -8,9 +8,13 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from lorestore.core.errors import CAP_HINT, LorestoreError
+from lorestore.core.errors import LorestoreError, cap_exceeded
 
-CAP_EXCEEDED = "LS001"
+CAP_EXCEEDED = (
+    "LS001"  # the cap on active lessons (migration bound_owner_caps: lorestore_count_owner)
+)
+BYTES_CAP_EXCEEDED = "LS002"  # the cap on stored bytes
+CAPS = {CAP_EXCEEDED: "active_lessons", BYTES_CAP_EXCEEDED: "stored_bytes"}
 
 
 @contextmanager
@@ -41,11 +45,7 @@ def translate() -> Iterator[None]:
             details={"constraint": "lessons_address"},
         ) from exc
     except psycopg.Error as exc:
-        if exc.sqlstate == CAP_EXCEEDED:
+        if exc.sqlstate in CAPS:
             message = exc.diag.message_primary or "cap exceeded"
-            raise LorestoreError(
-                "cap_exceeded",
-                message.removeprefix("cap_exceeded: "),
-                hint=CAP_HINT,
-            ) from exc
+            raise cap_exceeded(CAPS[exc.sqlstate], message.removeprefix("cap_exceeded: ")) from exc
         raise

@@ -13,6 +13,7 @@ from lorestore.storage.protocol import (
     Binding,
     Invite,
     Membership,
+    OwnerCaps,
     PolicyRow,
     TokenRecord,
 )
@@ -116,8 +117,26 @@ class TenancyPrimitives(SQLBase):
         row = self._one("scopes_held_by_others", params)
         return bool(row and row["held"])
 
-    def set_max_active(self, owner: str, limit: int) -> None:
+    def set_max_active(self, owner: str, limit: int | None) -> None:
         self._exec("set_max_active", {"owner": owner, "limit": limit})
+
+    def set_max_bytes(self, owner: str, limit: int | None) -> None:
+        self._exec("set_max_bytes", {"owner": owner, "limit": limit})
+
+    def set_default_caps(self, max_active: int | None, max_bytes: int | None) -> None:
+        self._exec("set_default_caps", {"max_active": max_active, "max_bytes": max_bytes})
+
+    def owner_caps(self, owner: str | None) -> OwnerCaps:
+        row = self._one("owner_caps", {"owner": owner})
+        assert row is not None  # cap_defaults has its one row from the migration on
+        return OwnerCaps(
+            int(row["active_lessons"] or 0),
+            int(row["stored_bytes"] or 0),
+            row["max_active"],
+            row["max_bytes"],
+            row["default_active"],
+            row["default_bytes"],
+        )
 
     def count_request(self, token_id: str, principal: str, window: str) -> int:
         params = {"token_id": token_id, "principal": principal, "window": window}
