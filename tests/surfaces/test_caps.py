@@ -149,6 +149,21 @@ def test_the_personal_store_has_no_hidden_cap(cli: Cli, tmp_path: Path) -> None:
     assert refused.error()["details"] == {"cap": "active_lessons"}
 
 
+def test_an_import_past_the_byte_cap_says_what_counts(cli: Cli, tmp_path: Path) -> None:
+    """The CLI's import names each lesson the byte cap refused and ends with the byte cap's
+    fix (not the lesson cap's); the lessons that fit landed, and the exit status says not all
+    did."""
+    cli.ok("db", "cap", "user:local", "--bytes", "2KiB")
+    records = [lesson(f"k{i}", str(i) * 400) for i in range(4)]  # 802 bytes each
+    (tmp_path / "f.jsonl").write_bytes(b"".join(x + b"\n" for x in (header(), *map(line, records))))
+    done = cli("import", str(tmp_path / "f.jsonl"))
+    assert done.exit_code == 1
+    assert done.stderr.count("cap_exceeded line") == 2
+    assert "archived lessons and every version count too" in done.stderr
+    assert "purge-expired" not in done.stderr
+    assert cli.ok("db", "cap", "user:local")["stored_bytes"] == 2 * 802
+
+
 @pytest.mark.fresh_database  # changes the database's default caps
 def test_a_default_cap_applies_to_every_owner_without_its_own(
     cli: Cli, db_url: str, api: Api, store: Store
