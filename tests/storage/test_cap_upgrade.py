@@ -25,6 +25,7 @@ T = "2026-01-01T00:00:00.000000Z"
 # Two lessons of user:local: "abc" active, "de" archived, one version each; a kept record.
 LESSONS = (("k1", "abc", "active"), ("k2", "de", "archived"))
 RECORD = '{"type":"x-note"}'
+TOMBSTONE_EXT = '{"x":1}'  # the unknown fields an import kept on a tombstone
 
 
 def before_caps(package: str) -> list[migrations.Migration]:
@@ -55,6 +56,11 @@ def _seed(conn: Any, mark: str) -> None:
         f" VALUES ('user:local', 'x', 'x-note', {q}, {q}, 'user:local')",
         [RECORD, T],
     )
+    conn.execute(
+        "INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, ext)"
+        f" VALUES ({q}, 'user:local', 'global', 'd', 'r', 'user:local', {q}, {q})",
+        [str(uuid.uuid4()), T, TOMBSTONE_EXT],
+    )
     # A count gone astray, at the hidden default; and a cap a person set for the org.
     conn.execute("UPDATE owner_stats SET active_lessons = 7 WHERE owner = 'user:local'")
     conn.execute("INSERT INTO owner_stats (owner, max_active) VALUES ('org:acme', 500)")
@@ -71,8 +77,8 @@ def _versions(conn: Any, mark: str, owner_column: bool) -> None:
         )
 
 
-# value + ext "{}" of each lesson, each version's value, the record.
-STORED = (3 + 2) + (2 + 2) + 3 + 2 + len(RECORD)
+# value + ext "{}" of each lesson, each version's value, the record, the tombstone's ext.
+STORED = (3 + 2) + (2 + 2) + 3 + 2 + len(RECORD) + len(TOMBSTONE_EXT)
 STATS = "SELECT owner, active_lessons, stored_bytes, max_active, max_bytes FROM owner_stats"
 
 
@@ -138,9 +144,9 @@ def test_an_older_server_database_keeps_its_caps(pg_template: Template) -> None:
             defaults = conn.execute("SELECT max_active, max_bytes FROM cap_defaults").fetchall()
     finally:
         pg_template.drop(name)
-    # jsonb keeps the record as {"type": "x-note"}: one byte more than the text given.
+    # jsonb keeps {"type": "x-note"} and {"x": 1}: a byte more each than the text given.
     assert rows == [
         ("org:acme", 0, 0, 500, None),
-        ("user:local", 1, STORED + 1, None, None),  # None: the server's default
+        ("user:local", 1, STORED + 2, None, None),  # None: the server's default
     ]
     assert defaults == [(10_000, 1024**3)]

@@ -26,7 +26,7 @@ from lorestore.storage.sqlite import SQLiteStore
 from lorestore.transports.http.app import build_app
 
 S = "repo::acme/app"
-COUNTED = ("lessons", "lesson_versions", "foreign_records", "owner_stats")
+COUNTED = ("lessons", "lesson_versions", "foreign_records", "tombstones", "owner_stats")
 
 
 @pytest.fixture
@@ -83,15 +83,26 @@ def test_stored_bytes_are_capped_whatever_the_lessons_status(
     again = api.post("memory_write", {"scope": S, "key": "two", "value": "d" * 1000})
     assert error_of(again, 409)["details"] == {"cap": "stored_bytes"}
     # A record of a type this lorestore does not know is kept only within the cap.
+    # So are the unknown fields an import keeps on a tombstone.
     note = {"type": "x-note", "id": "n1", "text": "e" * 3000}
+    tomb = {
+        "type": "tombstone",
+        "id": "3c0c8f0e-5b7b-4c5e-8f7e-1f2a3b4c5d6e",
+        "scope": "global",
+        "digest": "0" * 64,
+        "reason": "r",
+        "actor": "user:local",
+        "time": "2026-01-01T00:00:00Z",
+        "x-padding": "p" * 3000,
+    }
     kept = api.client.post(
         "/api/v1/memory_import",
-        content=import_body(note),
+        content=import_body(note, tomb),
         headers={"Authorization": f"Bearer {api.token}"},
     )
     assert kept.status_code == 200, kept.text
-    assert [p["code"] for p in kept.json()["problems"]] == ["cap_exceeded"]
-    assert kept.json()["unknown"]["added"] == 0
+    assert [p["code"] for p in kept.json()["problems"]] == ["cap_exceeded"] * 2
+    assert (kept.json()["unknown"]["added"], kept.json()["tombstones"]["added"]) == (0, 0)
     assert counted_rows(store) == before  # nothing of the refused writes was kept
     # The controls: a write that fits lands; a hard delete frees its lesson's bytes.
     api.ok("memory_write", {"scope": S, "key": "small", "value": "f" * 400})

@@ -119,7 +119,7 @@ def cap_command(
         typer.Option(
             "--bytes",
             help="most bytes stored (values of every lesson and version, archived too, and "
-            "kept foreign records), e.g. 512MiB or 2GiB; 'default' or 'none' as for LIMIT",
+            "what imports keep), e.g. 512MiB or 2GiB; 'default' or 'none' as for LIMIT",
             metavar="SIZE",
         ),
     ] = None,

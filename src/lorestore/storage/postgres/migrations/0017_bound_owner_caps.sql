@@ -12,8 +12,8 @@
 --   by lorestore_definer, with schema-qualified objects and search_path pg_catalog, public,
 --   pg_temp, through one private function lorestore_count_owner() nobody else may execute.
 --   owner_stats gains stored_bytes (CHECK >= 0: the UTF-8 bytes of every lesson's value and
---   ext, every version's value and every kept foreign record, whatever their status) and
---   max_bytes; active_lessons gets CHECK (>= 0). Caps max_active and max_bytes may be NULL,
+--   ext, every version's value, every kept foreign record and the ext an import keeps on
+--   tombstones and scope policies, whatever the lessons' status) and max_bytes; active_lessons gets CHECK (>= 0). Caps max_active and max_bytes may be NULL,
 --   which follows the database's default in the one-row table cap_defaults: 10,000 active
 --   lessons and 1 GiB per owner on a server (`lorestore db cap default ...` changes them).
 --   A write beyond the byte cap fails with SQLSTATE LS002 (cap_exceeded, cap stored_bytes),
@@ -57,11 +57,14 @@ ALTER TABLE public.owner_stats NO FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.lessons NO FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.lesson_versions NO FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.foreign_records NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE public.tombstones NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE public.scope_policies NO FORCE ROW LEVEL SECURITY;
 
 UPDATE public.owner_stats SET max_active = NULL WHERE max_active = 10000;
 
 INSERT INTO public.owner_stats (owner)
 SELECT owner FROM public.lessons UNION SELECT owner FROM public.foreign_records
+UNION SELECT owner FROM public.tombstones UNION SELECT owner FROM public.scope_policies
 ON CONFLICT (owner) DO NOTHING;
 
 UPDATE public.owner_stats AS s SET
@@ -73,7 +76,11 @@ UPDATE public.owner_stats AS s SET
         + (SELECT coalesce(sum(octet_length(v.value)), 0)
            FROM public.lesson_versions AS v WHERE v.owner = s.owner)
         + (SELECT coalesce(sum(octet_length(f.record::text)), 0)
-           FROM public.foreign_records AS f WHERE f.owner = s.owner);
+           FROM public.foreign_records AS f WHERE f.owner = s.owner)
+        + (SELECT coalesce(sum(octet_length(t.ext::text)), 0)
+           FROM public.tombstones AS t WHERE t.owner = s.owner)
+        + (SELECT coalesce(sum(octet_length(p.ext::text)), 0)
+           FROM public.scope_policies AS p WHERE p.owner = s.owner);
 
 ALTER TABLE public.owner_stats ADD CHECK (active_lessons >= 0);
 
@@ -81,6 +88,8 @@ ALTER TABLE public.owner_stats FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.lessons FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.lesson_versions FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.foreign_records FORCE ROW LEVEL SECURITY;
+ALTER TABLE public.tombstones FORCE ROW LEVEL SECURITY;
+ALTER TABLE public.scope_policies FORCE ROW LEVEL SECURITY;
 
 -- Add to an owner's counters and refuse growth beyond its caps (its own, else the default).
 -- Private: only the trigger functions below, owned by the same role, call it.
@@ -154,39 +163,57 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- A version's value, and a kept foreign record, count for their owner until deleted.
+-- A version's value, a kept foreign record and the ext of a tombstone or scope policy count
+-- for their owner until deleted.
 CREATE FUNCTION public.lorestore_count_stored() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
     AS $$
 DECLARE
-    row_bytes bigint;
+    old_bytes bigint := 0;
+    new_bytes bigint := 0;
 BEGIN
-    -- One assignment per table: a row of the other table has no such field.
-    IF TG_TABLE_NAME = 'lesson_versions' THEN
-        IF TG_OP = 'DELETE' THEN
-            row_bytes := -pg_catalog.octet_length(OLD.value);
+    -- One assignment per table: a row of another table has no such field.
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        IF TG_TABLE_NAME = 'lesson_versions' THEN
+            old_bytes := pg_catalog.octet_length(OLD.value);
+        ELSIF TG_TABLE_NAME = 'foreign_records' THEN
+            old_bytes := pg_catalog.octet_length(OLD.record::text);
         ELSE
-            row_bytes := pg_catalog.octet_length(NEW.value);
+            old_bytes := pg_catalog.octet_length(OLD.ext::text);
         END IF;
-    ELSIF TG_OP = 'DELETE' THEN
-        row_bytes := -pg_catalog.octet_length(OLD.record::text);
-    ELSE
-        row_bytes := pg_catalog.octet_length(NEW.record::text);
     END IF;
-    IF TG_OP = 'DELETE' THEN
-        PERFORM public.lorestore_count_owner(OLD.owner, 0, row_bytes);
-    ELSE
-        PERFORM public.lorestore_count_owner(NEW.owner, 0, row_bytes);
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        IF TG_TABLE_NAME = 'lesson_versions' THEN
+            new_bytes := pg_catalog.octet_length(NEW.value);
+        ELSIF TG_TABLE_NAME = 'foreign_records' THEN
+            new_bytes := pg_catalog.octet_length(NEW.record::text);
+        ELSE
+            new_bytes := pg_catalog.octet_length(NEW.ext::text);
+        END IF;
+    END IF;
+    IF TG_OP = 'UPDATE' AND OLD.owner = NEW.owner THEN
+        PERFORM public.lorestore_count_owner(NEW.owner, 0, new_bytes - old_bytes);
+        RETURN NULL;
+    END IF;
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        PERFORM public.lorestore_count_owner(OLD.owner, 0, -old_bytes);
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        PERFORM public.lorestore_count_owner(NEW.owner, 0, new_bytes);
     END IF;
     RETURN NULL;
 END $$;
 
 CREATE TRIGGER lessons_count AFTER INSERT OR DELETE OR UPDATE OF owner, status, value, ext
     ON public.lessons FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_lesson();
-CREATE TRIGGER lesson_versions_count AFTER INSERT OR DELETE
+CREATE TRIGGER lesson_versions_count AFTER INSERT OR DELETE OR UPDATE OF owner, value
     ON public.lesson_versions FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
-CREATE TRIGGER foreign_records_count AFTER INSERT OR DELETE
+CREATE TRIGGER foreign_records_count AFTER INSERT OR DELETE OR UPDATE OF owner, record
     ON public.foreign_records FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
+CREATE TRIGGER tombstones_count AFTER INSERT OR DELETE OR UPDATE OF owner, ext
+    ON public.tombstones FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
+CREATE TRIGGER scope_policies_count AFTER INSERT OR DELETE OR UPDATE OF owner, ext
+    ON public.scope_policies FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
 
 GRANT SELECT, INSERT, UPDATE ON public.owner_stats TO lorestore_definer;
 GRANT SELECT ON public.cap_defaults TO lorestore_definer;

@@ -11,7 +11,8 @@
 --   follows the store's default. A one-row table cap_defaults holds that default (NULL: no
 --   cap); here, on the embedded store, it is no cap at all. `lorestore db cap` sets both.
 --   stored_bytes counts the UTF-8 bytes of every lesson's value and ext, of every version's
---   value and of every kept foreign record, whatever their status; the triggers of 0003
+--   value, of every kept foreign record and of the ext an import keeps on tombstones and
+--   scope policies, whatever the lessons' status; the triggers of 0003
 --   give way to ones that keep both counters and refuse an increase beyond either cap
 --   (RAISE 'cap_exceeded' and 'cap_exceeded:stored_bytes'). A lesson's versions are
 --   subtracted before it is deleted (they go by the foreign key's cascade, which cannot
@@ -54,6 +55,7 @@ SELECT owner, nullif(max_active, 10000) FROM owner_stats;
 
 INSERT INTO owner_stats_counted (owner)
 SELECT owner FROM lessons UNION SELECT owner FROM foreign_records
+UNION SELECT owner FROM tombstones UNION SELECT owner FROM scope_policies
 EXCEPT SELECT owner FROM owner_stats_counted;
 
 UPDATE owner_stats_counted SET
@@ -66,7 +68,11 @@ UPDATE owner_stats_counted SET
            FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
            WHERE l.owner = owner_stats_counted.owner)
         + (SELECT coalesce(sum(length(CAST(f.record AS BLOB))), 0)
-           FROM foreign_records AS f WHERE f.owner = owner_stats_counted.owner);
+           FROM foreign_records AS f WHERE f.owner = owner_stats_counted.owner)
+        + (SELECT coalesce(sum(length(CAST(t.ext AS BLOB))), 0)
+           FROM tombstones AS t WHERE t.owner = owner_stats_counted.owner)
+        + (SELECT coalesce(sum(length(CAST(p.ext AS BLOB))), 0)
+           FROM scope_policies AS p WHERE p.owner = owner_stats_counted.owner);
 
 DROP TABLE owner_stats;
 ALTER TABLE owner_stats_counted RENAME TO owner_stats;
@@ -136,6 +142,7 @@ CREATE TRIGGER owner_stats_version_insert AFTER INSERT ON lesson_versions BEGIN
            WHERE s.owner = (SELECT owner FROM lessons WHERE pk = new.lesson_pk));
 END;
 
+-- A kept foreign record, and the ext an import keeps on a tombstone or a scope policy.
 CREATE TRIGGER owner_stats_foreign_insert AFTER INSERT ON foreign_records BEGIN
     INSERT INTO owner_stats (owner, stored_bytes)
     VALUES (new.owner, length(CAST(new.record AS BLOB)))
@@ -145,7 +152,74 @@ CREATE TRIGGER owner_stats_foreign_insert AFTER INSERT ON foreign_records BEGIN
            FROM owner_stats AS s, cap_defaults AS d WHERE s.owner = new.owner);
 END;
 
+CREATE TRIGGER owner_stats_foreign_update AFTER UPDATE OF owner, record ON foreign_records BEGIN
+    UPDATE owner_stats SET stored_bytes = stored_bytes - length(CAST(old.record AS BLOB))
+    WHERE owner = old.owner;
+    INSERT INTO owner_stats (owner, stored_bytes)
+    VALUES (new.owner, length(CAST(new.record AS BLOB)))
+    ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    SELECT RAISE(ABORT, 'cap_exceeded:stored_bytes')
+    WHERE (old.owner <> new.owner
+           OR length(CAST(new.record AS BLOB)) > length(CAST(old.record AS BLOB)))
+      AND (SELECT s.stored_bytes > coalesce(s.max_bytes, d.max_bytes)
+           FROM owner_stats AS s, cap_defaults AS d WHERE s.owner = new.owner);
+END;
+
 CREATE TRIGGER owner_stats_foreign_delete AFTER DELETE ON foreign_records BEGIN
     UPDATE owner_stats SET stored_bytes = stored_bytes - length(CAST(old.record AS BLOB))
+    WHERE owner = old.owner;
+END;
+
+CREATE TRIGGER owner_stats_tombstone_insert AFTER INSERT ON tombstones BEGIN
+    INSERT INTO owner_stats (owner, stored_bytes)
+    VALUES (new.owner, length(CAST(new.ext AS BLOB)))
+    ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    SELECT RAISE(ABORT, 'cap_exceeded:stored_bytes')
+    WHERE (SELECT s.stored_bytes > coalesce(s.max_bytes, d.max_bytes)
+           FROM owner_stats AS s, cap_defaults AS d WHERE s.owner = new.owner);
+END;
+
+CREATE TRIGGER owner_stats_tombstone_update AFTER UPDATE OF owner, ext ON tombstones BEGIN
+    UPDATE owner_stats SET stored_bytes = stored_bytes - length(CAST(old.ext AS BLOB))
+    WHERE owner = old.owner;
+    INSERT INTO owner_stats (owner, stored_bytes)
+    VALUES (new.owner, length(CAST(new.ext AS BLOB)))
+    ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    SELECT RAISE(ABORT, 'cap_exceeded:stored_bytes')
+    WHERE (old.owner <> new.owner
+           OR length(CAST(new.ext AS BLOB)) > length(CAST(old.ext AS BLOB)))
+      AND (SELECT s.stored_bytes > coalesce(s.max_bytes, d.max_bytes)
+           FROM owner_stats AS s, cap_defaults AS d WHERE s.owner = new.owner);
+END;
+
+CREATE TRIGGER owner_stats_tombstone_delete AFTER DELETE ON tombstones BEGIN
+    UPDATE owner_stats SET stored_bytes = stored_bytes - length(CAST(old.ext AS BLOB))
+    WHERE owner = old.owner;
+END;
+
+CREATE TRIGGER owner_stats_policy_insert AFTER INSERT ON scope_policies BEGIN
+    INSERT INTO owner_stats (owner, stored_bytes)
+    VALUES (new.owner, length(CAST(new.ext AS BLOB)))
+    ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    SELECT RAISE(ABORT, 'cap_exceeded:stored_bytes')
+    WHERE (SELECT s.stored_bytes > coalesce(s.max_bytes, d.max_bytes)
+           FROM owner_stats AS s, cap_defaults AS d WHERE s.owner = new.owner);
+END;
+
+CREATE TRIGGER owner_stats_policy_update AFTER UPDATE OF owner, ext ON scope_policies BEGIN
+    UPDATE owner_stats SET stored_bytes = stored_bytes - length(CAST(old.ext AS BLOB))
+    WHERE owner = old.owner;
+    INSERT INTO owner_stats (owner, stored_bytes)
+    VALUES (new.owner, length(CAST(new.ext AS BLOB)))
+    ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    SELECT RAISE(ABORT, 'cap_exceeded:stored_bytes')
+    WHERE (old.owner <> new.owner
+           OR length(CAST(new.ext AS BLOB)) > length(CAST(old.ext AS BLOB)))
+      AND (SELECT s.stored_bytes > coalesce(s.max_bytes, d.max_bytes)
+           FROM owner_stats AS s, cap_defaults AS d WHERE s.owner = new.owner);
+END;
+
+CREATE TRIGGER owner_stats_policy_delete AFTER DELETE ON scope_policies BEGIN
+    UPDATE owner_stats SET stored_bytes = stored_bytes - length(CAST(old.ext AS BLOB))
     WHERE owner = old.owner;
 END;
