@@ -170,22 +170,24 @@ def cap_command(
         try:
             warning = rls_bypass(store)  # this command needs such a role: said, not refused
             # A user is a principal from the first time it acts or is named: the transaction
-            # registers it, as it does an actor's first write (both backends).
-            actor = target if target and target.startswith("user:") else None
-            with store.transaction(write=True, actor=actor) as tx:
+            # that sets its cap registers it, as an actor's first write does (both backends).
+            # Showing the caps is a read.
+            write = limit is not None or max_bytes is not None
+            actor = target if write and target and target.startswith("user:") else None
+            with store.transaction(write=write, actor=actor) as tx:
                 if target and target.startswith("org:") and not tx.org_members(target):
                     raise LorestoreError(  # an org has an owner
                         "not_found",
                         f"there is no org {target.removeprefix('org:')} in this database",
                         hint="check the slug (lorestore org list), or create the org first",
                     )
-                if target is None:
+                if write and target is None:
                     now = tx.owner_caps(None)
                     tx.set_default_caps(
                         now.default_active if limit is None else active,
                         now.default_bytes if max_bytes is None else size,
                     )
-                else:
+                elif write and target is not None:
                     if limit is not None:
                         tx.set_max_active(target, active)
                     if max_bytes is not None:
