@@ -72,8 +72,8 @@ def cached_db(work: Workload, prog: Progress) -> tuple[Path, dict[str, Any]]:
 
 
 def _lift_cap(store: SQLiteStore) -> None:
-    """An owner holds at most 10,000 active lessons by default (owner_stats.max_active);
-    raise the cap so the corpus and every measured write fit (stores without a cap: no-op)."""
+    """A cached store made before the personal store lost its default cap of 10,000 active
+    lessons may still hold one: raise it so the corpus and every measured write fit."""
     with store.transaction(write=True) as tx:
         setter = getattr(tx, "set_max_active", None)
         if setter is not None:

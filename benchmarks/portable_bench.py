@@ -63,7 +63,7 @@ def _service(db: Path) -> Any:
 
     store = SQLiteStore(db)
     with store.transaction(write=True, actor="user:local") as tx:
-        tx.set_max_active("user:local", 10_000_000)  # the default cap is 10,000
+        tx.set_max_active("user:local", 10_000_000)  # whatever cap the store was made with
     return LessonService(store, rate_limit=None)
 
 

@@ -254,6 +254,10 @@ def raw_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
         for row in tables[table]:
             row["lesson_pk"] = ids[row["lesson_pk"]]
             row.pop("owner", None)  # PostgreSQL repeats it there for row-level security
+    for row in tables["owner_stats"]:
+        # Counted by each store's triggers in its own representation: PostgreSQL's jsonb
+        # text of an ext or a foreign record has a space after each ':' and ','.
+        row.pop("stored_bytes")
     chain_order = sorted(tables["audit_log"], key=lambda r: r["id"])
     tables["audit_log"] = [{k: v for k, v in r.items() if k != "id"} for r in chain_order]
     for table, rows in tables.items():

@@ -85,8 +85,10 @@ def test_the_next_test_gets_the_database_empty(
         assert {t: n for t, n in counts.items() if n} == {}
         migrations = _counts(pg_template, pg_template.name, pg_pool.seeded)
         assert _counts(pg_template, pg_database, pg_pool.seeded) == migrations
-        # The rows migrations write: their ledger, and the store's id secret (store_settings).
+        # The rows migrations write: their ledger, the store's id secret (store_settings) and
+        # the server's default caps (cap_defaults).
         assert migrations == {
+            "cap_defaults": 1,
             "schema_migrations": migrations["schema_migrations"],
             "store_settings": 1,
         }

@@ -10,10 +10,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.conftest import app_connection, approve_pending
+from psycopg.errors import InsufficientPrivilege
+from tests.conftest import app_connection, approve_pending, set_cap
 from tests.pg import TENANT_TABLES, Template
 
 from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
 from lorestore.models import (
     OrgAcceptParams,
     OrgBindParams,
@@ -59,9 +61,10 @@ def test_every_tenant_table_has_rls_enabled_and_forced(
     assert set(tables) >= TENANT_TABLES
     for name in TENANT_TABLES:
         assert tables[name] == (True, True), name
-    # Not tenant tables: the migrations' ledger, and the settings of the store as a whole
-    # (readable by the app role, writable by no one: forced all the same).
-    assert set(tables) - TENANT_TABLES == {"schema_migrations", "store_settings"}
+    # Not tenant tables: the migrations' ledger, the settings of the store as a whole
+    # (readable by the app role, writable by no one: forced all the same) and the server's
+    # default caps (read by the app role and the definer's count triggers, written by no one).
+    assert set(tables) - TENANT_TABLES == {"schema_migrations", "store_settings", "cap_defaults"}
     assert tables["store_settings"] == (True, True)
 
 
@@ -241,6 +244,57 @@ def test_caps_and_org_deletes_hold_in_raw_sql(seeded: PostgresStore) -> None:
         assert conn.execute(
             "SELECT count(*) FROM lesson_versions WHERE owner = 'org:acme'"
         ).fetchone() == (0,)
+
+
+def test_the_cap_counter_is_the_databases_not_the_app_roles(
+    seeded: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    """Security #19 item 3: as lorestore_app a user cannot lower its own count (to write past
+    its cap) nor a member raise its org's (to block the others), by UPDATE, INSERT or the
+    counting function; the triggers still count every write and the cap still refuses."""
+    service = team(seeded, "member")
+    set_cap(seeded, "org:acme", 3)
+    counted = "SELECT active_lessons FROM owner_stats WHERE owner = %s"
+    lower = "UPDATE owner_stats SET active_lessons = 0 WHERE owner = 'user:alice'"
+    with app_connection(seeded, "user:alice") as conn, pytest.raises(InsufficientPrivilege):
+        conn.execute(lower)
+    with app_connection(seeded, "user:bob") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE owner_stats SET active_lessons = 3 WHERE owner = 'org:acme'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO owner_stats (owner, active_lessons) VALUES ('user:bob', 0) "
+                "ON CONFLICT (owner) DO UPDATE SET active_lessons = 0"
+            )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT lorestore_count_owner('org:acme', 1000000, 0)")
+        assert conn.execute(counted, ["org:acme"]).fetchone() == (1,)  # read, untouched
+    # The control: a member's writes are counted by the database and the cap still holds.
+    service.memory_write(BOB, WriteParams(scope="repo::acme/app", key="two", value="b"))
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="three", value="c"))
+    with pytest.raises(LorestoreError) as refused:
+        service.memory_write(BOB, WriteParams(scope="repo::acme/app", key="four", value="d"))
+    assert (refused.value.code, refused.value.details) == (
+        "cap_exceeded",
+        {"cap": "active_lessons"},
+    )
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute(counted, ["org:acme"]).fetchone() == (3,)
+    # A count below zero is refused by the table itself, even for the superuser.
+    with _admin(pg_template, pg_database) as conn:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE owner_stats SET active_lessons = -1 WHERE owner = 'org:acme'")
+        definer = conn.execute(
+            "SELECT p.proname, p.proowner::regrole::text, p.prosecdef, p.proconfig FROM pg_proc p "
+            "WHERE p.proname IN ('lorestore_count_owner', 'lorestore_count_lesson', "
+            "'lorestore_count_stored') ORDER BY 1"
+        ).fetchall()
+    path = ["search_path=pg_catalog, public, pg_temp"]
+    assert definer == [
+        ("lorestore_count_lesson", "lorestore_definer", True, path),
+        ("lorestore_count_owner", "lorestore_definer", True, path),
+        ("lorestore_count_stored", "lorestore_definer", True, path),
+    ]
 
 
 def test_a_member_leaves_an_org_on_postgres(seeded: PostgresStore) -> None:

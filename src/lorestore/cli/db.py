@@ -1,21 +1,25 @@
-"""``lorestore db``: set up a PostgreSQL database for lorestore (roles, grants, migrations) and set
-an owner's cap on active lessons, on either backend."""
+"""``lorestore db``: set up a PostgreSQL database for lorestore (roles, grants, migrations), and
+show or set the caps of an owner or the store's default, on either backend."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from lorestore.cli.render import failure, make_console
 from lorestore.core.errors import LorestoreError
 
+if TYPE_CHECKING:
+    from lorestore.storage.protocol import OwnerCaps
+
 db_app = typer.Typer(
     name="db",
-    help="Set up the PostgreSQL backend: roles, row-level security, migrations.",
+    help="The database itself: set up PostgreSQL (init: roles, row-level security, "
+    "migrations) and show or set the per-owner caps of either backend (cap).",
     no_args_is_help=True,
 )
 
@@ -94,11 +98,31 @@ def init_command(
 @db_app.command("cap")
 def cap_command(
     owner: Annotated[
-        str, typer.Argument(help="user:NAME or org:SLUG", metavar="OWNER", show_default=False)
+        str,
+        typer.Argument(
+            help="user:NAME or org:SLUG, or default (every owner without caps of its own)",
+            metavar="OWNER",
+            show_default=False,
+        ),
     ],
     limit: Annotated[
-        int, typer.Argument(help="most active lessons the owner may hold", metavar="LIMIT")
-    ],
+        str | None,
+        typer.Argument(
+            help="most active lessons; 'default' follows the store's default (for OWNER "
+            "default: 'none' for no cap); omit to show the caps",
+            metavar="LIMIT",
+            show_default=False,
+        ),
+    ] = None,
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--bytes",
+            help="most bytes stored (values of every lesson and version, archived too, and "
+            "what imports keep), e.g. 512MiB or 2GiB; 'default' or 'none' as for LIMIT",
+            metavar="SIZE",
+        ),
+    ] = None,
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -110,22 +134,28 @@ def cap_command(
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
-    """Set an owner's cap on active lessons (10,000 unless set). Writes and restores beyond
-    it fail with cap_exceeded; archiving, deleting or purging expired lessons makes room
-    (an expired lesson counts until the purge sweep erases it)."""
+    """Show or set the caps of an owner or of every owner (default), on either backend.
+
+    LIMIT caps active lessons, --bytes the bytes stored; writes, restores and imports beyond
+    them fail with cap_exceeded. Archiving, deleting or purging expired lessons makes room
+    under LIMIT (an expired lesson counts until the purge sweep erases it); archived lessons
+    and every version count against --bytes until erased. An owner without caps of its own
+    follows the store's default: none on the embedded SQLite store, 10,000 lessons and 1 GiB
+    on PostgreSQL; OWNER default changes it (docs/configuration.md#caps)."""
     from lorestore.composition import open_database, rls_bypass
     from lorestore.config import load_settings
+    from lorestore.core.caps import parse_limit
 
     warning = None
     try:
-        kind, _, name = owner.strip().lower().partition(":")
-        named = re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,62}", name)  # a user's or org's name
-        if kind not in ("user", "org") or not named or not 0 <= limit <= 10_000_000:
-            raise LorestoreError(
-                "invalid_argument",
-                f"{owner!r} {limit}: the owner is user:NAME or org:SLUG and the limit 0-10,000,000",
-                hint="e.g. lorestore db cap org:acme 50000",
-            )
+        target = _cap_owner(owner)
+        of_default = target is None
+        active = None if limit is None else parse_limit(limit, what="active", of_default=of_default)
+        size = (
+            None
+            if max_bytes is None
+            else parse_limit(max_bytes, what="bytes", of_default=of_default)
+        )
         if not database_url:
             settings = load_settings(use_login=False)
             if settings.remote:
@@ -139,28 +169,90 @@ def cap_command(
         store = open_database(database_url)
         try:
             warning = rls_bypass(store)  # this command needs such a role: said, not refused
-            target = f"{kind}:{name}"
             # A user is a principal from the first time it acts or is named: the transaction
-            # registers it, as it does an actor's first write (both backends).
-            with store.transaction(write=True, actor=target if kind == "user" else None) as tx:
-                if kind == "org" and not tx.org_members(target):  # an org has an owner
-                    raise LorestoreError(
+            # that sets its cap registers it, as an actor's first write does (both backends).
+            # Showing the caps is a read.
+            write = limit is not None or max_bytes is not None
+            actor = target if write and target and target.startswith("user:") else None
+            with store.transaction(write=write, actor=actor) as tx:
+                if target and target.startswith("org:") and not tx.org_members(target):
+                    raise LorestoreError(  # an org has an owner
                         "not_found",
-                        f"there is no org {name} in this database",
+                        f"there is no org {target.removeprefix('org:')} in this database",
                         hint="check the slug (lorestore org list), or create the org first",
                     )
-                tx.set_max_active(target, limit)
+                if write and target is None:
+                    now = tx.owner_caps(None)
+                    tx.set_default_caps(
+                        now.default_active if limit is None else active,
+                        now.default_bytes if max_bytes is None else size,
+                    )
+                elif write and target is not None:
+                    if limit is not None:
+                        tx.set_max_active(target, active)
+                    if max_bytes is not None:
+                        tx.set_max_bytes(target, size)
+                caps = tx.owner_caps(target)
         finally:
             store.close()
     except LorestoreError as error:
         raise failure(error, json_output) from None
-    result: dict[str, object] = {"owner": f"{kind}:{name}", "max_active": limit}
+    _print_caps(owner.strip().lower() if target is None else target, caps, warning, json_output)
+
+
+def _cap_owner(owner: str) -> str | None:
+    """The owner a cap is set for (user:NAME or org:SLUG), or None for the store's default."""
+    text = owner.strip().lower()
+    if text == "default":
+        return None
+    kind, _, name = text.partition(":")
+    if kind not in ("user", "org") or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,62}", name):
+        raise LorestoreError(
+            "invalid_argument",
+            f"{owner!r} is not an owner: give user:NAME, org:SLUG or default",
+            hint="e.g. lorestore db cap org:acme 50000 --bytes 2GiB",
+        )
+    return f"{kind}:{name}"
+
+
+def _print_caps(owner: str, caps: OwnerCaps, warning: str | None, json_output: bool) -> None:
+    from lorestore.core.caps import format_size
+
+    defaults: dict[str, object] = {
+        "max_active": caps.default_active,
+        "max_bytes": caps.default_bytes,
+    }
+    result: dict[str, object] = {"owner": owner}
+    if owner == "default":
+        result |= defaults
+    else:
+        result |= {
+            "max_active": caps.active_cap,  # the caps in force: its own, else the default
+            "max_bytes": caps.bytes_cap,
+            "active_lessons": caps.active_lessons,
+            "stored_bytes": caps.stored_bytes,
+            "defaults": defaults,
+        }
     if json_output:
         print(json.dumps(result | ({"warning": warning} if warning else {})))
         return
     if warning:
         print(f"warning: {warning}; fine for this command, never for serve", file=sys.stderr)
-    print(f"{result['owner']}: at most {limit:,} active")
+    if owner == "default":
+        active = "no cap" if caps.default_active is None else f"at most {caps.default_active:,}"
+        size = (
+            "no cap" if caps.default_bytes is None else f"at most {format_size(caps.default_bytes)}"
+        )
+        print(f"owners without caps of their own: {active} active lessons, {size} stored")
+        return
+    active = "no cap" if caps.active_cap is None else f"at most {caps.active_cap:,}"
+    size = "no cap" if caps.bytes_cap is None else f"at most {format_size(caps.bytes_cap)}"
+    own = " (the default)" if caps.max_active is None else ""
+    own_bytes = " (the default)" if caps.max_bytes is None else ""
+    print(
+        f"{owner}: {caps.active_lessons:,} active, {active}{own}; "
+        f"{format_size(caps.stored_bytes)} stored, {size}{own_bytes}"
+    )
 
 
 def _operator_store(database_url: str | None, what: str) -> tuple[Any, str | None]:

@@ -17,7 +17,7 @@ import typer
 from lorestore.cli.portable import CHUNK, Advance, err_console, progress, remote_client, the_actor
 from lorestore.cli.render import failure, make_console
 from lorestore.config import Settings, load_settings
-from lorestore.core.errors import CAP_HINT, LorestoreError
+from lorestore.core.errors import BYTES_CAP_HINT, CAP_HINT, LorestoreError
 from lorestore.operations import BY_NAME
 from lorestore.portable.jsonl import Incoming, encode, read_records
 from lorestore.portable.models import LISTED, ImportParams, ImportResult, Problem
@@ -242,11 +242,17 @@ class _ProblemPrinter:
     def __init__(self) -> None:
         self._console = err_console()
         self._seen: Counter[str] = Counter()
+        self._fixes: dict[str, None] = {}  # the hints to print, in order, once each
 
     def __call__(self, problem: Problem) -> None:
         from rich.markup import escape
 
         self._seen[problem.code] += 1
+        if problem.code in self.FIXES:
+            # A problem keeps the message, not the details: the byte cap's names bytes.
+            bytes_cap = problem.code == "cap_exceeded" and "bytes" in problem.message
+            fix = BYTES_CAP_HINT if bytes_cap else self.FIXES[problem.code]
+            self._fixes[fix] = None
         if self._seen[problem.code] > self.PER_CODE:
             return
         where = f"line {problem.line}" if problem.line else (problem.path or "")
@@ -266,8 +272,8 @@ class _ProblemPrinter:
                     f"all; --json lists the first {LISTED:,} problems)",
                     highlight=False,
                 )
-            if code in self.FIXES:
-                self._console.print(f"[dim]hint:[/] {escape(self.FIXES[code])}", highlight=False)
+        for fix in self._fixes:
+            self._console.print(f"[dim]hint:[/] {escape(fix)}", highlight=False)
 
 
 def _render_result(console: Console, result: ImportResult) -> None:

@@ -83,9 +83,35 @@ def not_found(scope: str, key: str, *, active: bool = True) -> LorestoreError:
     )
 
 
-# The fix for cap_exceeded on either store: expired lessons stay active rows (hidden at once)
-# until the purge sweep erases them, so they count against the cap until then.
+# The fixes for cap_exceeded on either store. Expired lessons stay active rows (hidden at once)
+# until the purge sweep erases them, so they count against the cap on active lessons until
+# then. Every byte stored counts against the byte cap whatever its lesson's status (archived
+# lessons, every version, kept foreign records) until a hard delete or a purge erases it.
 CAP_HINT = (
     "archive or delete lessons you no longer need, purge expired ones (they count until "
     "purged: lorestore purge-expired), or ask an admin to raise the limit (lorestore db cap)"
 )
+BYTES_CAP_HINT = (
+    "archived lessons and every version count too: erase lessons you no longer need "
+    "(lorestore delete SCOPE KEY erases one with its history, lorestore purge the ones "
+    "archived long ago), or ask an admin to raise the limit (lorestore db cap OWNER --bytes SIZE)"
+)
+# A copy (lorestore migrate) that would take an owner past a cap of the target.
+TARGET_CAP_HINT = (
+    "raise the owner's caps in the target (lorestore db cap OWNER LIMIT --bytes SIZE "
+    "--database-url TARGET), or archive or delete lessons there"
+)
+# Which cap a cap_exceeded names (its details["cap"]), and the fix of each.
+CAPS = {"active_lessons": CAP_HINT, "stored_bytes": BYTES_CAP_HINT}
+
+
+def cap_exceeded(cap: str, message: str | None = None) -> LorestoreError:
+    """The refusal of a write beyond an owner's cap on ``active_lessons`` or ``stored_bytes``
+    (``message``: the database's, when it names the owner and the figures)."""
+    what = "active lessons" if cap == "active_lessons" else "stored bytes"
+    return LorestoreError(
+        "cap_exceeded",
+        message or f"this owner has reached its limit of {what}",
+        hint=CAPS[cap],
+        details={"cap": cap},
+    )

@@ -57,15 +57,23 @@ def within_cap(
     would have added. So the dry run refuses exactly what the import refuses. The store's own
     check (a trigger) still guards every insert, against writers racing the import."""
     room: dict[str, tuple[int, int]] = {}  # owner -> (lessons that still fit, cap)
+    uncapped: set[str] = set()  # owners without a cap on active lessons (the personal store)
     kept: list[T] = []
     for entry in new:
         owner = entry.owner
         if entry.parsed.lesson.status != "active":
             kept.append(entry)
             continue
-        if owner not in room:
-            active, cap = tx.owner_cap(owner)
-            room[owner] = (cap - active - dry_active[owner], cap)
+        if owner not in room and owner not in uncapped:
+            caps = tx.owner_caps(owner)
+            cap = caps.active_cap
+            if cap is None:
+                uncapped.add(owner)
+            else:
+                room[owner] = (cap - caps.active_lessons - dry_active[owner], cap)
+        if owner in uncapped:
+            kept.append(entry)
+            continue
         left, cap = room[owner]
         if left > 0:
             room[owner] = (left - 1, cap)

@@ -283,11 +283,17 @@ class Transaction(Protocol):
         the binding would take from them. The store derives what to match from the pattern;
         on PostgreSQL it answers only while nobody outside the org holds anything."""
 
-    def set_max_active(self, owner: str, limit: int) -> None:
-        """The cap on an owner's active lessons."""
+    def set_max_active(self, owner: str, limit: int | None) -> None:
+        """The cap on an owner's active lessons (None: the store's default)."""
 
-    def owner_cap(self, owner: str) -> tuple[int, int]:
-        """An owner's active lessons and its cap on them, as this transaction sees them."""
+    def set_max_bytes(self, owner: str, limit: int | None) -> None:
+        """The cap on the bytes an owner stores (None: the store's default)."""
+
+    def set_default_caps(self, max_active: int | None, max_bytes: int | None) -> None:
+        """The caps of every owner without its own (None: no cap)."""
+
+    def owner_caps(self, owner: str | None) -> OwnerCaps:
+        """An owner's counters and caps with the store's defaults (``None``: the defaults)."""
 
     def store_setting(self, name: str) -> str | None:
         """A setting of the store as a whole (not of a tenant): ``id_secret``."""
@@ -424,6 +430,27 @@ class ImportedLesson:
     id: str
     digest: str
     pending_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerCaps:
+    """What owner_stats and cap_defaults hold for one owner: its counters, its own caps (None:
+    it follows the default) and the store's defaults (None: no cap)."""
+
+    active_lessons: int
+    stored_bytes: int
+    max_active: int | None
+    max_bytes: int | None
+    default_active: int | None
+    default_bytes: int | None
+
+    @property
+    def active_cap(self) -> int | None:
+        return self.default_active if self.max_active is None else self.max_active
+
+    @property
+    def bytes_cap(self) -> int | None:
+        return self.default_bytes if self.max_bytes is None else self.max_bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,14 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from lorestore.core.errors import CAP_HINT, LorestoreError
+from lorestore.core.errors import LorestoreError, cap_exceeded
 
-CAP_EXCEEDED = "LS001"
+CAP_EXCEEDED = "LS001"  # the cap on active lessons (migration bound_owner_caps)
 # A scope binding the database refused (migration check_binding_claims): it shares scopes with
 # another org's binding (met by a binding made at the same moment), or names no owner.
 BINDING_OVERLAP, BINDING_UNCLAIMED = "LS002", "LS003"
+BYTES_CAP_EXCEEDED = "LS005"  # the cap on stored bytes (LS004: a binding awaiting approval)
+CAPS = {CAP_EXCEEDED: "active_lessons", BYTES_CAP_EXCEEDED: "stored_bytes"}
 
 
 @contextmanager
@@ -51,11 +53,7 @@ def translate() -> Iterator[None]:
                 hint="bind a pattern under a name the org stands for that shares no scope "
                 "with another org's binding",
             ) from exc
-        if exc.sqlstate == CAP_EXCEEDED:
+        if exc.sqlstate in CAPS:
             message = exc.diag.message_primary or "cap exceeded"
-            raise LorestoreError(
-                "cap_exceeded",
-                message.removeprefix("cap_exceeded: "),
-                hint=CAP_HINT,
-            ) from exc
+            raise cap_exceeded(CAPS[exc.sqlstate], message.removeprefix("cap_exceeded: ")) from exc
         raise

@@ -15,10 +15,10 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
-from lorestore.core.errors import LorestoreError
+from lorestore.core.errors import TARGET_CAP_HINT, LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.core.records import format_ts
-from lorestore.storage.postgres.errors import CAP_EXCEEDED
+from lorestore.storage.postgres.errors import CAPS
 from lorestore.storage.postgres.setup import check_migrations
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
@@ -104,11 +104,12 @@ def _translated(table: str) -> Iterator[None]:
             hint=_BYPASS_HINT,
         ) from exc
     except psycopg.Error as exc:
-        if exc.sqlstate == CAP_EXCEEDED:
+        if exc.sqlstate in CAPS:
             raise LorestoreError(
                 "cap_exceeded",
                 (exc.diag.message_primary or "").removeprefix("cap_exceeded: "),
-                hint="raise the owner's max_active in the target, or archive lessons there",
+                hint=TARGET_CAP_HINT,
+                details={"cap": CAPS[exc.sqlstate]},
             ) from exc
         code = "conflict" if isinstance(exc, psycopg.IntegrityError) else "internal"
         raise LorestoreError(

@@ -104,12 +104,14 @@ VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s,
     %(updated_at)s::timestamptz, %(updated_by)s, %(ext)s::jsonb);
 
 -- name: select_owner_stats
--- Each owner's cap on active lessons (the counts are the triggers' business).
-SELECT owner, max_active FROM owner_stats ORDER BY owner;
+-- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,
+-- the defaults the target's own).
+SELECT owner, max_active, max_bytes FROM owner_stats ORDER BY owner;
 
 -- name: insert_owner_stats
--- Set a cap before the owner's lessons arrive; the triggers count them in.
-INSERT INTO owner_stats (owner, max_active) VALUES (%(owner)s, %(max_active)s);
+-- Set the caps before the owner's lessons arrive; the triggers count them in.
+INSERT INTO owner_stats (owner, max_active, max_bytes)
+VALUES (%(owner)s, %(max_active)s, %(max_bytes)s);
 
 -- name: select_tombstones
 -- Rejected values, lifted ones included.

@@ -14,6 +14,7 @@ from lorestore.storage.protocol import (
     Binding,
     Invite,
     Membership,
+    OwnerCaps,
     PolicyRow,
     TokenRecord,
 )
@@ -150,17 +151,31 @@ class TenancyPrimitives(SQLBase):
         row = self._one("scopes_held_by_others", {"org": org, "actor": actor, "pattern": pattern})
         return bool(row and row["held"])
 
-    def set_max_active(self, owner: str, limit: int) -> None:
+    def set_max_active(self, owner: str, limit: int | None) -> None:
         self._exec("set_max_active", {"owner": owner, "limit": limit})
+
+    def set_max_bytes(self, owner: str, limit: int | None) -> None:
+        self._exec("set_max_bytes", {"owner": owner, "limit": limit})
+
+    def set_default_caps(self, max_active: int | None, max_bytes: int | None) -> None:
+        self._exec("set_default_caps", {"max_active": max_active, "max_bytes": max_bytes})
+
+    def owner_caps(self, owner: str | None) -> OwnerCaps:
+        row = self._one("owner_caps", {"owner": owner})
+        assert row is not None  # cap_defaults has its one row from the migration on
+        return OwnerCaps(
+            int(row["active_lessons"] or 0),
+            int(row["stored_bytes"] or 0),
+            row["max_active"],
+            row["max_bytes"],
+            row["default_active"],
+            row["default_bytes"],
+        )
 
     def store_setting(self, name: str) -> str | None:
         row = self._one("store_setting", {"name": name})
         return None if row is None else str(row["value"])
 
-    def owner_cap(self, owner: str) -> tuple[int, int]:
-        row = self._one("owner_cap", {"owner": owner})
-        assert row is not None
-        return int(row["active"]), int(row["cap"])
 
     def count_request(self, token_id: str, principal: str, window: str) -> int:
         params = {"token_id": token_id, "principal": principal, "window": window}

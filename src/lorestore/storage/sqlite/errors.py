@@ -7,9 +7,18 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from lorestore.core.errors import LorestoreError
+from lorestore.core.errors import LorestoreError, cap_exceeded
 
 BUSY_TIMEOUT_MS = 30_000
+
+
+def cap_refused(exc: sqlite3.IntegrityError) -> LorestoreError | None:
+    """The refusal of owner_stats' triggers (migration bound_owner_caps) as cap_exceeded
+    naming the cap reached, or None for another integrity error."""
+    text = str(exc)
+    if not text.startswith("cap_exceeded"):
+        return None
+    return cap_exceeded("stored_bytes" if text == "cap_exceeded:stored_bytes" else "active_lessons")
 
 
 def store_error(exc: sqlite3.Error) -> LorestoreError:

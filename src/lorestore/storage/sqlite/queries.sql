@@ -376,12 +376,6 @@ SELECT EXISTS (
 -- A setting of the store as a whole (store_settings), such as the secret ids derive from.
 SELECT value FROM store_settings WHERE name = :name;
 
--- name: owner_cap
--- An owner's active lessons and its cap (the column's default for an owner not yet counted).
-SELECT coalesce(s.active_lessons, 0) AS active,
-    coalesce(s.max_active, (SELECT CAST(dflt_value AS INTEGER) FROM pragma_table_info('owner_stats')
-        WHERE name = 'max_active')) AS cap
-FROM (SELECT 1) AS one LEFT JOIN owner_stats AS s ON s.owner = :owner;
 -- name: org_has_outsiders
 -- Whether a user outside the org holds anything here (a lesson, a token, a membership);
 -- user:local, the store's own person, is the operator who approves bindings anyway.
@@ -424,9 +418,24 @@ WHERE org = :org AND pattern = :pattern AND approved_at IS NULL;
 DELETE FROM scope_bindings WHERE org = :org AND pattern = :pattern AND approved_at IS NULL;
 
 -- name: set_max_active
--- Set an owner's cap on active lessons.
+-- Set an owner's cap on active lessons (NULL: the store's default).
 INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :limit)
 ON CONFLICT (owner) DO UPDATE SET max_active = excluded.max_active;
+
+-- name: set_max_bytes
+-- Set an owner's cap on stored bytes (NULL: the store's default).
+INSERT INTO owner_stats (owner, max_bytes) VALUES (:owner, :limit)
+ON CONFLICT (owner) DO UPDATE SET max_bytes = excluded.max_bytes;
+
+-- name: set_default_caps
+-- Set the caps of every owner without its own (NULL: no cap).
+UPDATE cap_defaults SET max_active = :max_active, max_bytes = :max_bytes;
+
+-- name: owner_caps
+-- An owner's counters and own caps beside the store's defaults (no owner row: NULLs).
+SELECT s.active_lessons, s.stored_bytes, s.max_active, s.max_bytes,
+    d.max_active AS default_active, d.max_bytes AS default_bytes
+FROM cap_defaults AS d LEFT JOIN owner_stats AS s ON s.owner = :owner;
 
 -- name: count_request
 -- Count one request against a token's fixed window; a new window restarts the count.

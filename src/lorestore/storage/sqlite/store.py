@@ -19,13 +19,13 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lorestore.core.errors import CAP_HINT, LorestoreError
 from lorestore.core.records import format_ts
 from lorestore.storage import migrations
 from lorestore.storage.sqlite.bulk import FTS_AUTOMERGE, BulkLoad, fts_automerge, set_fts_automerge
 from lorestore.storage.sqlite.dialect import Q, SQLiteTransaction
 from lorestore.storage.sqlite.errors import (
     BUSY_TIMEOUT_MS,
+    cap_refused,
     foreign,
     replaced,
     store_error,
@@ -164,12 +164,9 @@ class SQLiteStore:
                 yield tx
             except sqlite3.IntegrityError as exc:
                 self._conn.execute("ROLLBACK")
-                if "cap_exceeded" in str(exc):
-                    raise LorestoreError(
-                        "cap_exceeded",
-                        "this owner has reached its limit of active lessons",
-                        hint=CAP_HINT,
-                    ) from exc
+                refused = cap_refused(exc)
+                if refused is not None:
+                    raise refused from exc
                 raise
             except sqlite3.DatabaseError as exc:
                 self._rollback()

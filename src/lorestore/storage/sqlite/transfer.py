@@ -12,12 +12,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from lorestore.core.errors import LorestoreError
+from lorestore.core.errors import TARGET_CAP_HINT, LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.storage import migrations
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
-from lorestore.storage.sqlite.errors import BUSY_TIMEOUT_MS
+from lorestore.storage.sqlite.errors import BUSY_TIMEOUT_MS, cap_refused
 from lorestore.storage.sqlite.ledger import PACKAGE
 from lorestore.storage.sqlite.store import SQLiteStore
 from lorestore.storage.transfer import Endpoint
@@ -81,11 +81,13 @@ class SQLiteEndpoint(Endpoint):
         try:
             yield
         except sqlite3.IntegrityError as exc:
-            if "cap_exceeded" in str(exc):
+            refused = cap_refused(exc)
+            if refused is not None:
                 raise LorestoreError(
                     "cap_exceeded",
-                    "an owner would pass its cap on active lessons in the target",
-                    hint="raise the owner's max_active in the target, or archive lessons there",
+                    f"an owner would pass its cap in the target ({refused.message})",
+                    hint=TARGET_CAP_HINT,
+                    details=refused.details,
                 ) from exc
             raise LorestoreError(
                 "conflict", f"SQLite refused {table}: {exc}", details={"table": table}

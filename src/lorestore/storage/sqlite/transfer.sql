@@ -97,12 +97,14 @@ INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updat
 VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated_by, :ext);
 
 -- name: select_owner_stats
--- Each owner's cap on active lessons (the counts are the triggers' business).
-SELECT owner, max_active FROM owner_stats ORDER BY owner;
+-- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,
+-- the defaults the target's own).
+SELECT owner, max_active, max_bytes FROM owner_stats ORDER BY owner;
 
 -- name: insert_owner_stats
--- Set a cap before the owner's lessons arrive; the triggers count them in.
-INSERT INTO owner_stats (owner, max_active) VALUES (:owner, :max_active);
+-- Set the caps before the owner's lessons arrive; the triggers count them in.
+INSERT INTO owner_stats (owner, max_active, max_bytes)
+VALUES (:owner, :max_active, :max_bytes);
 
 -- name: select_tombstones
 -- Rejected values, lifted ones included.
