@@ -176,7 +176,6 @@ class TenancyPrimitives(SQLBase):
         row = self._one("store_setting", {"name": name})
         return None if row is None else str(row["value"])
 
-
     def count_request(self, token_id: str, principal: str, window: str) -> int:
         params = {"token_id": token_id, "principal": principal, "window": window}
         row = self._one("count_request", params)
