@@ -124,7 +124,7 @@ def test_the_scan_sees_the_queries_of_every_part(backend: str) -> None:
         (STORAGE / "recall_rows.py").read_text("utf-8")
     )
     transfer = asked_for((STORAGE / "transfer.py").read_text("utf-8"))
-    assert {"source_counts", "select_lessons", "insert_audit_log"} <= transfer
+    assert {"source_counts", "select_lessons", "insert_lessons"} <= transfer
     dialect = asked_for((STORAGE / backend / "dialect.py").read_text("utf-8"))
     assert "versions_of" in dialect
 
