@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from lorestore.core.errors import LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.storage import migrations
+from lorestore.storage.protocol import Transaction
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
-from lorestore.storage.protocol import Transaction
 from lorestore.storage.sqlite.dialect import SQLiteTransaction
 from lorestore.storage.sqlite.errors import BUSY_TIMEOUT_MS
 from lorestore.storage.sqlite.ledger import PACKAGE
