@@ -51,6 +51,9 @@ class Table:
     name: str
     key: tuple[str, ...]
     local: tuple[str, ...] = ()
+    # Written through the store's own primitive (the audit append, the cap), not an
+    # ``insert_*`` query of transfer.sql.
+    by_primitive: bool = False
 
     def key_of(self, row: Row) -> tuple[Any, ...]:
         return tuple(row[c] for c in self.key)
@@ -69,12 +72,12 @@ TABLES = (
     Table("scope_bindings", ("org", "pattern")),
     Table("tokens", ("id",)),
     Table("scope_policies", ("owner", "scope")),
-    Table("owner_stats", ("owner",)),
+    Table("owner_stats", ("owner",), by_primitive=True),
     Table("tombstones", ("id",)),
     Table("lessons", ("id",)),
     Table("lesson_versions", ("lesson_id", "version")),
     Table("lesson_sessions", ("lesson_id", "value_digest", "session")),
-    Table("audit_log", ("owner", "hash"), local=("id",)),
+    Table("audit_log", ("owner", "hash"), local=("id",), by_primitive=True),
     Table("recall_log", ("recall_id",)),
     Table("foreign_records", ("owner", "digest")),
 )

@@ -98,17 +98,17 @@ class Endpoint:
             for row in self._stream(table):
                 yield self._canonical(row)
 
-    def insert(self, table: str, rows: Sequence[Row]) -> None:
-        with self._refusals(table):
-            if table == "audit_log":
+    def insert(self, table: Table, rows: Sequence[Row]) -> None:
+        with self._refusals(table.name):
+            if not table.by_primitive:
+                self._executemany(self.Q[f"insert_{table.name}"], rows)
+            elif table.name == "audit_log":
                 # The one append primitive: events keep the hashes they carry.
                 self._transaction().append_audits([_event(r) for r in rows])
-            elif table == "owner_stats":
+            else:
                 tx = self._transaction()
                 for row in rows:
                     tx.set_max_active(row["owner"], int(row["max_active"]))
-            else:
-                self._executemany(self.Q[f"insert_{table}"], rows)
 
     def lesson_pks(self) -> dict[str, int]:
         """This store's internal key of each lesson, by stable id."""
@@ -439,5 +439,5 @@ def _copy_table(
 
 def _flush(target: Endpoint, table: Table, batch: list[Row]) -> None:
     if batch:
-        target.insert(table.name, batch)
+        target.insert(table, batch)
         batch.clear()
