@@ -372,9 +372,18 @@ class _Run:
             reviewer = snapshot.may_review(principal, self.now)
             tenant = Tenant(principal, reviewer, corroborate_at)
         reconciler = Reconciler(snapshot, source=self.source_label, now=self.now, tenant=tenant)
-        reconciler.plan_chains(source.rows("audit_log"))
+        # The chains are walked before any event lands (the rows are kept for the copy).
+        events = list(source.rows("audit_log"))
+        reconciler.plan_chains(iter(events))
         counts = [
-            _copy_table(table, source, target, reconciler, totals[table.name], progress)
+            _copy_table(
+                table,
+                events if table.name == "audit_log" else source.rows(table.name),
+                target,
+                reconciler,
+                totals[table.name],
+                progress,
+            )
             for table in TABLES
         ]
         return counts, reconciler
@@ -408,7 +417,7 @@ def _redacted(url: str) -> str:
 
 def _copy_table(
     table: Table,
-    source: Endpoint,
+    rows: Iterable[Row],
     target: Endpoint,
     reconciler: Reconciler,
     total: int,
@@ -419,7 +428,7 @@ def _copy_table(
     pks = target.lesson_pks() if table.name in CHILD_TABLES else None
     batch: list[Row] = []
     seen = 0
-    for row in source.rows(table.name):
+    for row in rows:
         outcome, landing = reconciler.decide(table, row)
         count.add(outcome)
         if outcome == "copied":
