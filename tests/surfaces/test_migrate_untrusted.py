@@ -285,6 +285,12 @@ def test_after_the_servers_first_start_the_source_chain_is_carried_whole(
     target: Target, person_file: Path, tmp_path: Path
 ) -> None:
     served(target, tmp_path)
+    # The server's person wrote there too: the target counts its lessons, at the default cap.
+    LessonService(target.store).memory_write(
+        LOCAL, WriteParams(scope="global", key="here", value="Written on the server.")
+    )
+    caps = {r["owner"]: r["max_active"] for r in raw_rows(target.store)["owner_stats"]}
+    assert caps["user:local"] == 10_000
     own = chain_of(target, "user:local")
     assert own, "the maintenance run wrote the target's own events"
     source = sqlite_url(person_file)
