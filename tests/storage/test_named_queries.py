@@ -21,6 +21,8 @@ STORAGE = Path(lorestore.storage.__file__).parent
 BACKENDS = ("sqlite", "postgres")
 HELPERS = {"_one", "_all", "_exec", "_count", "_inserted", "_executemany", "fetch"}
 TABLE_NAMES = [table.name for table in TABLES]
+# Tables migrate writes through the store's own primitives have no insert_* query.
+BY_PRIMITIVE = {f"insert_{table.name}" for table in TABLES if table.by_primitive}
 
 
 def _expand(node: ast.expr, loops: dict[str, list[str]]) -> list[str]:
@@ -36,7 +38,7 @@ def _expand(node: ast.expr, loops: dict[str, list[str]]) -> list[str]:
                 names = [n + str(part.value) for n in names]
             else:  # a formatted table name
                 names = [n + t for n in names for t in TABLE_NAMES]
-        return names
+        return [n for n in names if n not in BY_PRIMITIVE]
     return []
 
 
@@ -124,7 +126,7 @@ def test_the_scan_sees_the_queries_of_every_part(backend: str) -> None:
         (STORAGE / "recall_rows.py").read_text("utf-8")
     )
     transfer = asked_for((STORAGE / "transfer.py").read_text("utf-8"))
-    assert {"source_counts", "select_lessons", "insert_audit_log"} <= transfer
+    assert {"source_counts", "select_lessons", "insert_lessons"} <= transfer
     dialect = asked_for((STORAGE / backend / "dialect.py").read_text("utf-8"))
     assert "versions_of" in dialect
 

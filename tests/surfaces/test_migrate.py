@@ -55,8 +55,17 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def migrate(source: str, target: str, *extra: str) -> dict[str, Any]:
     code, out, err = run("--from", source, "--to", target, "--json", *extra)
-    assert code == 0, err
+    assert code == 0, err or out
     report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def incomplete(source: str, target: str, *extra: str) -> dict[str, Any]:
+    """A run that copied what it could and exits 1 for what it could not."""
+    code, out, err = run("--from", source, "--to", target, "--json", *extra)
+    assert code == 1, err
+    report: dict[str, Any] = json.loads(out)
+    assert report["complete"] is False
     return report
 
 
@@ -175,19 +184,31 @@ def test_second_run_copies_nothing(
 ) -> None:
     path, _ = source
     first = migrate(sqlite_url(path), pg[0])
+    assert first["as"] is None and first["mode"].startswith("whole store")
     remote = PostgresStore(pg[1], max_size=2)
     after_first = raw_rows(remote)
-    again = migrate(sqlite_url(path), pg[0])
-    assert set(counts_of(again, "copied").values()) == {0}
-    assert counts_of(again, "present") == counts_of(first, "source")
-    assert again["refused"] == [] and again["differs"] == []
+    # The target has principals now: a whole-store copy is refused, before anything moves...
+    code, error = refused(sqlite_url(path), pg[0])
+    assert (code, error["code"]) == (1, "conflict")
+    assert "--as USER" in error["hint"]
+    assert raw_rows(remote) == after_first
+    # ...and each person's tenant, moved again, is all there already.
+    totals: dict[str, int] = {}
+    for user in ("alice", "bob", "local"):
+        again = migrate(sqlite_url(path), pg[0], "--as", user)
+        assert set(counts_of(again, "copied").values()) == {0}, user
+        assert again["refused"] == [] and again["differs"] == []
+        for table, n in counts_of(again, "present").items():
+            totals[table] = totals.get(table, 0) + n
+    # Each owner's rows were present in exactly one tenant's run (org:acme's in none).
+    assert totals["lessons"] < counts_of(first, "source")["lessons"]
     assert raw_rows(remote) == after_first
     remote.close()
     # The other direction, too.
     final = SQLiteStore(tmp_path / "back.db")
     migrate(pg[0], sqlite_url(final.path))
     before = raw_rows(final)
-    back_again = migrate(pg[0], sqlite_url(final.path))
+    back_again = migrate(pg[0], sqlite_url(final.path), "--as", "local")
     assert set(counts_of(back_again, "copied").values()) == {0}
     assert raw_rows(final) == before
     final.close()
@@ -206,7 +227,7 @@ def test_a_later_run_adds_new_rows_and_never_overwrites(
     write(service, LOCAL, "global", "new", "A lesson written later.")
     store.close()
 
-    report = migrate(sqlite_url(path), pg[0])
+    report = incomplete(sqlite_url(path), pg[0])  # the changed lesson was not copied
     counts = report["tables"]
     assert (counts["lessons"]["copied"], counts["lessons"]["differs"]) == (1, 1)
     assert counts["lesson_versions"] == {
@@ -215,6 +236,7 @@ def test_a_later_run_adds_new_rows_and_never_overwrites(
         "present": 1,
         "differs": 0,
         "refused": 1,  # v2 of the lesson the target holds in another state
+        "skipped": 0,
     }
     assert [(d["table"], d["reason"]) for d in report["differs"]] == [("lessons", "target_differs")]
     assert report["refused"] == []
@@ -225,6 +247,7 @@ def test_a_later_run_adds_new_rows_and_never_overwrites(
         "present": 1,
         "differs": 0,
         "refused": 0,
+        "skipped": 0,
     }
     target = PostgresStore(pg[1], max_size=2)
     there = LessonService(target, clock=clock)
@@ -273,9 +296,11 @@ def test_target_tombstone_refuses_the_value_and_the_rest_lands(
     there.memory_reject(ALICE, RejectParams(scope="global", key="t3", reason="hm"))
     there.memory_reject(ALICE, RejectParams(scope="global", key="t3", reason="ok", undo=True))
 
-    report = migrate(sqlite_url(path), pg[0])
+    # The target has principals of its own: each person's tenant moves as that person.
+    report = incomplete(sqlite_url(path), pg[0], "--as", "alice")
+    others = migrate(sqlite_url(path), pg[0], "--as", "bob")
 
-    (lesson, chain) = sorted(report["refused"], key=lambda r: r["table"], reverse=True)
+    (lesson,) = report["refused"]
     assert lesson["reason"] == "rejected_value"
     assert lesson["details"] | {"tombstone": None} == {
         "owner": "user:alice",
@@ -286,8 +311,10 @@ def test_target_tombstone_refuses_the_value_and_the_rest_lands(
     assert "rejected at global in the target by user:alice" in lesson["message"]
     assert "spaces here" in lesson["message"]
     counts = report["tables"]
-    assert (counts["lessons"]["copied"], counts["lessons"]["refused"]) == (5, 1)
+    assert (counts["lessons"]["copied"], counts["lessons"]["refused"]) == (4, 1)
+    assert counts["lessons"]["skipped"] == 1  # bob's, moved by his own run
     assert counts["lesson_versions"]["refused"] == counts["lesson_sessions"]["refused"] == 1
+    assert others["tables"]["lessons"]["copied"] == 1
     # The refused lesson is absent; the broader-scope rule refused it, the others landed:
     # another owner's copy, a narrower tombstone, a lifted one, and a rejected record.
     assert code_of(lambda: there.memory_read(ALICE, ReadParams(scope=NOTES, key="indent"))) == (
@@ -299,10 +326,18 @@ def test_target_tombstone_refuses_the_value_and_the_rest_lands(
     assert read_value(there, ALICE, "global", "other") == "Unrelated lesson."
     kept = there.memory_history(ALICE, Address(scope="project::x", key="indent-old"))
     assert kept.trust == "rejected"
-    # Alice's chain in the target is her own; appending the source's would fork it, so it is
-    # refused and listed, and every chain still verifies. Bob's chain came over whole.
-    assert (chain["reason"], chain["key"]) == ("audit_chain_diverged", "user:alice")
-    assert counts["audit_log"]["copied"] == 1  # bob's one event
+    # Alice's chain in the target is her own: the source's is carried whole after it, under
+    # a migration record linking both heads; bob's came over as it is. Every chain verifies.
+    assert report["chains"] == [
+        {
+            "owner": "user:alice",
+            "copied": counts["audit_log"]["copied"],
+            "present": 0,
+            "linked": True,
+        }
+    ]
+    assert counts["audit_log"]["copied"] == counts["audit_log"]["source"] - 1  # all of hers
+    assert others["chains"][0]["linked"] is False
     for actor in (ALICE, BOB):
         result = there.audit_verify(actor, NoParams())
         assert result.ok and result.chains
@@ -326,9 +361,11 @@ def test_address_held_by_another_lesson_is_refused(
     there = LessonService(target, clock=clock)
     write(there, LOCAL, "global", "k", "The target's own lesson.")
 
-    report = migrate(sqlite_url(path), pg[0])
+    report = incomplete(sqlite_url(path), pg[0])
     reasons = sorted(r["reason"] for r in report["refused"])
-    assert reasons == ["address_taken", "audit_chain_diverged"]
+    assert reasons == ["address_taken"]
+    assert [c["linked"] for c in report["chains"]] == [True]  # carried after the target's
+    assert there.audit_verify(LOCAL, NoParams()).ok
     assert read_value(there, LOCAL, "global", "k") == "The target's own lesson."
     assert read_value(there, LOCAL, "global", "k2") == "Another source lesson."
     target.close()
@@ -351,7 +388,7 @@ def test_a_lesson_where_the_target_routes_its_scope_to_another_org_is_refused(
     there.org_create(ALICE, OrgCreateParams(slug="acme", name="Acme"))
     there.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
 
-    report = migrate(sqlite_url(path), pg[0])
+    report = incomplete(sqlite_url(path), pg[0], "--as", "bob")
     refusals = sorted(
         (r["details"]["scope"], r["reason"], r["details"]["target_org"])
         for r in report["refused"]
@@ -419,10 +456,11 @@ def test_dry_run_writes_nothing(
     write(LessonService(store, clock=clock), LOCAL, "global", "late", "Written after.")
     store.close()
     dump = "\n".join(sqlite3.connect(fresh).iterdump())
-    code, out, _ = run("--from", sqlite_url(path), "--to", sqlite_url(fresh), "--dry-run")
+    late = ("--from", sqlite_url(path), "--to", sqlite_url(fresh), "--as", "local")
+    code, out, _ = run(*late, "--dry-run")
     assert code == 0 and "dry run: nothing was written" in out
     assert "\n".join(sqlite3.connect(fresh).iterdump()) == dump
-    again = migrate(sqlite_url(path), sqlite_url(fresh))
+    again = migrate(sqlite_url(path), sqlite_url(fresh), "--as", "local")
     assert again["tables"]["lessons"]["copied"] == 1
 
 

@@ -280,8 +280,9 @@ def test_migrate_refuses_every_spelling(
         ["migrate", "--from", f"sqlite:///{tmp_path / 'source.db'}", "--to", url, "--json"],
         catch_exceptions=False,
     )
-    assert done.exit_code == 0, done.stderr
+    assert done.exit_code == 1, done.stderr  # what was not copied makes it exit 1
     report = json.loads(done.stdout)
+    assert report["complete"] is False
     refused = [r for r in report["refused"] if r["reason"] == "rejected_value"]
     assert sorted(r["details"]["key"] for r in refused) == sorted(keys)
     for refusal in refused:  # the core refusal, placed in the target, with its undo

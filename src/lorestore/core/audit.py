@@ -59,14 +59,74 @@ def chain_hash(prev_hash: str, event: Mapping[str, Any]) -> str:
     return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
 
+# The action of the event ``lorestore migrate`` appends before a chain it carries from
+# another store onto an owner's chain here: its detail names where the carried segment starts
+# (``from``: GENESIS, or the head of a segment carried earlier), its head, how many events it
+# holds and the head of the chain it was appended to. The record is chained like any event;
+# the segment's events keep their own hashes, and what comes after chains on the segment's head.
+CARRIED_CHAIN = "migrate.chain"
+
+
+def carried(event: Mapping[str, Any]) -> tuple[str, str, int] | None:
+    """(from, head, events) of a migration record; None for any other event."""
+    if event.get("action") != CARRIED_CHAIN:
+        return None
+    detail = event.get("detail")
+    if isinstance(detail, str):
+        detail = json.loads(detail)
+    if not isinstance(detail, dict):
+        return None
+    start, head, count = detail.get("from"), detail.get("head"), detail.get("events")
+    if not (isinstance(start, str) and isinstance(head, str) and isinstance(count, int)):
+        return None
+    return start, head, count
+
+
+class ChainWalk:
+    """One owner's chain checked event by event, from the first (``first_break`` over a
+    whole chain, ``lorestore migrate`` over a source's chain as it reads it). A migration
+    record's segment must chain from the record's ``from`` to its ``head`` in exactly its
+    number of events."""
+
+    def __init__(self) -> None:
+        self.head = GENESIS
+        self.events = 0
+        # Open segments, outermost first (a carried chain may carry one itself): the record's
+        # id, the segment's head and how many of its events are still to come.
+        self._segments: list[tuple[int, str, int]] = []
+
+    def step(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` follows; the walk stays where it was when it does not."""
+        if event["prev_hash"] != self.head or chain_hash(self.head, event) != event["hash"]:
+            return False
+        segments = []
+        for record, head, left in self._segments:
+            if left > 1:
+                segments.append((record, head, left - 1))
+            elif event["hash"] != head:
+                return False
+        self._segments, self.head = segments, event["hash"]
+        link = carried(event)
+        if link is not None and link[2] > 0:
+            self.head = link[0]
+            self._segments.append((int(event["id"]), link[1], link[2]))
+        self.events += 1
+        return True
+
+    @property
+    def open_record(self) -> int | None:
+        """The id of the outermost migration record whose segment has not ended."""
+        return self._segments[0][0] if self._segments else None
+
+
 def first_break(events: Iterable[Mapping[str, Any]]) -> int | None:
-    """The id of the first event whose stored hashes do not follow from its predecessors."""
-    prev = GENESIS
+    """The id of the first event whose stored hashes do not follow from its predecessors (a
+    carried segment cut short breaks at its migration record)."""
+    walk = ChainWalk()
     for event in events:
-        if event["prev_hash"] != prev or chain_hash(prev, event) != event["hash"]:
+        if not walk.step(event):
             return int(event["id"])
-        prev = event["hash"]
-    return None
+    return walk.open_record
 
 
 Fault = Literal["broken", "truncated", "head_mismatch"]
@@ -101,16 +161,15 @@ def check_chain(events: Iterable[Mapping[str, Any]], head: AuditHead | None) -> 
 
     ``head`` is read before the chain: an event appended in between lies past the head,
     which then still marks a point of the chain, so a concurrent write is never a fault."""
-    prev, count, broken, at_head = GENESIS, 0, None, None
+    walk, count, broken, at_head = ChainWalk(), 0, None, None
     for event in events:
-        if broken is None and (
-            event["prev_hash"] != prev or chain_hash(prev, event) != event["hash"]
-        ):
+        if broken is None and not walk.step(event):
             broken = int(event["id"])
-        prev = event["hash"]
         count += 1
         if head is not None and count == head.events:
-            at_head = prev
+            at_head = event["hash"]  # the head is the newest event stored, carried or not
+    if broken is None:
+        broken = walk.open_record  # a carried segment cut short breaks at its record
     faults: list[Fault] = ["broken"] if broken is not None else []
     if head is None:
         if count:

@@ -1,6 +1,13 @@
 """What ``lorestore migrate`` does with each source row, given what the target held before the
-run: copy it, count it as already present (or present but different, kept as it is), or
-refuse it with a reason. The target is only ever added to, never overwritten.
+run: copy it, count it as already present (or present but different, kept as it is), refuse
+it with a reason, or (moving one principal's tenant) skip it as another principal's. The target
+is only ever added to, never overwritten; a cap the target left at its default is raised to
+the source's.
+
+Moving one principal's tenant (``migrate --as``) treats the source as untrusted: it is a file
+its person controls completely. Only that principal's rows are considered, never tokens,
+memberships, invites, bindings, caps or any other principal's rows, and trust and review are
+reduced to what the principal may grant in the target (``Tenant``).
 
 The rules it applies are core's, as every write path's are: a value the target rejected
 (``core.tombstones``), a scope the target routes elsewhere (``core.patterns``); this module
@@ -14,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from lorestore.core.audit import CARRIED_CHAIN, GENESIS, AuditEntry, ChainWalk
 from lorestore.core.errors import LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.core.normalise import value_digests
@@ -23,8 +31,15 @@ from lorestore.core.tombstones import refusing_tombstone, rejected_value
 from lorestore.storage.protocol import Tombstone
 
 Row = dict[str, Any]
-Outcome = Literal["copied", "present", "differs", "refused"]
+Outcome = Literal["copied", "present", "differs", "refused", "skipped"]
 DIFFERS = "target_differs"  # the reason of a row kept as the target holds it
+# Principals every fresh store has: a target holding no others is empty.
+FRESH_PRINCIPALS = frozenset({"user:local"})
+MIGRATE_ACTOR = "lorestore-migrate"  # the actor of the audit events migrate appends itself
+TRUST_LOWERED = "migrate.trust_lowered"
+# What one principal's tenant never carries: identities and grants, and the cap (the
+# target operator's call).
+_NEVER_CARRIED = frozenset({"memberships", "invites", "scope_bindings", "tokens", "owner_stats"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +50,9 @@ class Table:
     name: str
     key: tuple[str, ...]
     local: tuple[str, ...] = ()
+    # Written through the store's own primitive (the audit append, the cap), not an
+    # ``insert_*`` query of transfer.sql.
+    by_primitive: bool = False
 
     def key_of(self, row: Row) -> tuple[Any, ...]:
         return tuple(row[c] for c in self.key)
@@ -53,14 +71,14 @@ TABLES = (
     Table("scope_bindings", ("org", "pattern")),
     Table("tokens", ("id",)),
     # An owner's caps before any row the counting triggers add to (a scope policy's ext
-    # counts as stored bytes): its owner_stats row is then the copied one, not the trigger's.
-    Table("owner_stats", ("owner",)),
+    # counts as stored bytes), through the store's primitive (an upsert of the caps only).
+    Table("owner_stats", ("owner",), by_primitive=True),
     Table("scope_policies", ("owner", "scope")),
     Table("tombstones", ("id",)),
     Table("lessons", ("id",)),
     Table("lesson_versions", ("lesson_id", "version")),
     Table("lesson_sessions", ("lesson_id", "value_digest", "session")),
-    Table("audit_log", ("owner", "hash"), local=("id",)),
+    Table("audit_log", ("owner", "hash"), local=("id",), by_primitive=True),
     Table("recall_log", ("recall_id",)),
     Table("foreign_records", ("owner", "digest")),
 )
@@ -89,6 +107,19 @@ class RejectedRow(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Tenant:
+    """One principal's tenant moved as that principal (``migrate --as``): ``reviewer`` says
+    whether the principal may verify in the target (it holds a live review or admin token
+    there without scope or org limits); a non-reviewer's verified lessons land in their
+    non-verified state (``corroborated`` from ``corroborate_at`` sessions) and lose their
+    review."""
+
+    principal: str
+    reviewer: bool
+    corroborate_at: int
+
+
+@dataclass(frozen=True, slots=True)
 class Refusal:
     """A row (or, for an audit chain, an owner) left out, and why."""
 
@@ -112,6 +143,10 @@ class Snapshot:
     rejecting: dict[tuple[str, str], RejectedRow | None] = field(default_factory=dict)
     patterns: dict[str, str] = field(default_factory=dict)
     chains: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    principals: list[str] = field(default_factory=list)
+    # owner -> its own caps (max_active, max_bytes); None: it follows the store's default.
+    caps: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    tokens: list[Row] = field(default_factory=list)
 
     @classmethod
     def read(cls, rows: Callable[[str], Iterator[Row]]) -> Snapshot:
@@ -140,28 +175,206 @@ class Snapshot:
                 self.rejecting.setdefault((tomb.owner, tomb.lesson_id), None)
         elif table == "scope_bindings":
             self.patterns[row["pattern"]] = row["org"]
+        elif table == "principals":
+            self.principals.append(row["id"])
+        elif table == "owner_stats":
+            self.caps[row["owner"]] = (row["max_active"], row["max_bytes"])
+        elif table == "tokens":
+            self.tokens.append(row)
+
+    @property
+    def occupants(self) -> list[str]:
+        """The principals a fresh store would not have: a target with any is not empty."""
+        return [p for p in self.principals if p not in FRESH_PRINCIPALS]
+
+    def may_review(self, principal: str, now: str) -> bool:
+        """Whether ``principal`` holds a live token here that verifies anywhere it acts: the
+        review or admin permission, no scope or org limits, not revoked, not expired."""
+        return any(
+            t["principal"] == principal
+            and t["permission"] in ("review", "admin")
+            and t["scopes"] is None
+            and t["orgs"] is None
+            and t["revoked_at"] is None
+            and (t["expires_at"] is None or t["expires_at"] > now)
+            for t in self.tokens
+        )
+
+
+@dataclass(slots=True)
+class _Chain:
+    """One owner's source chain against the target's: the leading events the target holds,
+    the leading events whose hashes follow (the rest are refused), and where those between
+    land (on the target's head directly, or under a migration record linking both heads)."""
+
+    target_head: str
+    target_hashes: frozenset[str]
+    walk: ChainWalk = field(default_factory=ChainWalk)
+    present: int = 0
+    valid: int = 0
+    broken: bool = False
+    start: str | None = None  # prev_hash of the first event to copy
+    head: str | None = None  # hash of the last event to copy
+
+    def read(self, row: Row) -> None:
+        if self.broken or not self.walk.step(row):
+            self.broken = True
+            return
+        self.valid += 1
+        if self.valid == self.present + 1 and row["hash"] in self.target_hashes:
+            self.present += 1
+            return
+        if self.start is None:
+            self.start = row["prev_hash"]
+        self.head = row["hash"]
+
+    @property
+    def to_copy(self) -> int:
+        return self.valid - self.present
+
+    @property
+    def linked(self) -> bool:
+        return self.to_copy > 0 and self.start != self.target_head
 
 
 class Reconciler:
-    """Decides row by row, in the order the tables are copied, and keeps the refusals."""
+    """Decides row by row, in the order the tables are copied, and keeps the refusals.
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    ``tenant`` None copies the whole store (only into an empty target, which the caller
+    checks); a ``Tenant`` moves that principal's rows alone, as that principal."""
+
+    def __init__(
+        self, snapshot: Snapshot, *, source: str, now: str, tenant: Tenant | None = None
+    ) -> None:
         self.snapshot = snapshot
+        self.tenant = tenant
         self.left_out: list[Refusal] = []
+        self.lowered: list[str] = []  # lessons whose trust the tenant could not carry
+        self._source = source
+        self._now = now
         self._landed: set[str] = set()  # lessons whose target row is the source's
+        self._ours: set[str] = set()  # the tenant's lessons in the source
+        self._chains: dict[str, _Chain] = {}
         self._chain_at: dict[str, int] = defaultdict(int)
-        self._diverged: set[str] = set()
+        self._linked: set[str] = set()  # owners whose migration record is out
         self._source_patterns: dict[str, str] = {}  # the source's bindings: pattern -> org
 
-    def decide(self, table: Table, row: Row) -> Outcome:
+    # --- the audit chains, read once before anything is copied ---------------------------
+
+    def plan_chains(self, rows: Iterator[Row]) -> None:
+        """Walk each source chain (in scope) against the target's, so that what lands and
+        how is known before the first event of an owner is written."""
+        for row in rows:
+            owner = row["owner"]
+            if not self._in_scope_owner(owner):
+                continue
+            chain = self._chains.get(owner)
+            if chain is None:
+                held = self.snapshot.chains.get(owner, [])
+                head = held[-1] if held else GENESIS
+                chain = self._chains[owner] = _Chain(head, frozenset(held))
+            chain.read(row)
+        for owner, chain in self._chains.items():
+            if chain.broken:
+                self.left_out.append(
+                    Refusal(
+                        "audit_log",
+                        owner,
+                        "audit_chain_broken",
+                        f"the source's audit chain of {owner} does not verify after event "
+                        f"{chain.valid}: the events from there on were not copied (run "
+                        "`lorestore audit verify` on the source)",
+                        {"owner": owner, "position": chain.valid + 1},
+                    )
+                )
+
+    def chain_reports(self) -> list[dict[str, Any]]:
+        """Per owner: source events copied and present, and whether the copied ones landed
+        under a migration record."""
+        return [
+            {"owner": o, "copied": c.to_copy, "present": c.present, "linked": c.linked}
+            for o, c in sorted(self._chains.items())
+        ]
+
+    def before(self, table: Table, row: Row) -> list[Row]:
+        """What must land before ``row`` (itself to be copied): the migration record that
+        heads an owner's carried chain."""
+        if table.name != "audit_log":
+            return []
+        owner = row["owner"]
+        chain = self._chains[owner]
+        if not chain.linked or owner in self._linked:
+            return []
+        self._linked.add(owner)
+        detail: dict[str, Any] = {
+            "source": self._source,
+            "from": chain.start,
+            "head": chain.head,
+            "events": chain.to_copy,
+            "target_head": chain.target_head,
+        }
+        if self.tenant is not None:
+            detail["as"] = self.tenant.principal
+        entry = AuditEntry(
+            owner=owner,
+            at=self._now,
+            actor=MIGRATE_ACTOR,
+            action=CARRIED_CHAIN,
+            reason="carried from another store",
+            detail=detail,
+        )
+        return [entry.chained(chain.target_head)]
+
+    def after(self, table: Table) -> list[Row]:
+        """What lands after a table's rows: at the end of the tenant's chain, the event that
+        names the lessons that lost a trust the tenant may not grant here."""
+        if table.name != "audit_log" or self.tenant is None or not self.lowered:
+            return []
+        owner = self.tenant.principal
+        chain = self._chains.get(owner)
+        if chain is not None and chain.to_copy:
+            prev = str(chain.head)
+        else:
+            held = self.snapshot.chains.get(owner, [])
+            prev = held[-1] if held else GENESIS
+        entry = AuditEntry(
+            owner=owner,
+            at=self._now,
+            actor=MIGRATE_ACTOR,
+            action=TRUST_LOWERED,
+            reason=f"{owner} may not verify in this store",
+            detail={"source": self._source, "lessons": self.lowered},
+        )
+        return [entry.chained(prev)]
+
+    # --- row by row ----------------------------------------------------------------------
+
+    def decide(self, table: Table, row: Row) -> tuple[Outcome, Row]:
+        """The outcome of a source row, and the row as it would land."""
+        if self.tenant is not None and not self._in_tenant(table, row):
+            return "skipped", row
         if table.name == "audit_log":
-            return self._audit(row)
+            return self._audit(row), row
         if table.name == "scope_bindings":
             self._source_patterns[row["pattern"]] = row["org"]
+        landing = self._as_tenant(row) if table.name == "lessons" else row
+        outcome = self._decide(table, landing, row)
+        if landing is not row and outcome == "copied":
+            self.lowered.append(row["id"])
+        return outcome, landing
+
+    def _decide(self, table: Table, row: Row, original: Row) -> Outcome:
+        """``row`` as it would land, ``original`` as the source has it: a target that holds
+        either (an earlier whole-store copy held the original) has it present."""
         key = table.key_of(row)
         held = self.snapshot.digests[table.name].get(key)
         if held is not None:
-            if held != table.digest(row):
+            same = held == table.digest(row) or (
+                original is not row and held == table.digest(original)
+            )
+            if not same:
+                if table.name == "owner_stats" and self._raises_cap(row):
+                    return "copied"
                 self._refuse(
                     table.name,
                     key,
@@ -183,6 +396,42 @@ class Reconciler:
         if table.name == "lessons":
             self._landed.add(row["id"])
         return "copied"
+
+    def _raises_cap(self, row: Row) -> bool:
+        """Caps the source set where the target's still follow its default are copied (the
+        endpoint sets them); caps both stores set, and differently, stay the target's."""
+        return self.snapshot.caps.get(row["owner"], (None, None)) == (None, None)
+
+    def _in_scope_owner(self, owner: str) -> bool:
+        return self.tenant is None or owner == self.tenant.principal
+
+    def _in_tenant(self, table: Table, row: Row) -> bool:
+        """Whether a source row is the tenant's to move: its principal row and the rows it
+        owns; never identities or grants (tokens, memberships, invites, bindings) or caps."""
+        assert self.tenant is not None
+        if table.name == "principals":
+            return bool(row["id"] == self.tenant.principal)
+        if table.name in _NEVER_CARRIED:
+            return False
+        if table.name in CHILD_TABLES:
+            return row["lesson_id"] in self._ours
+        ours = bool(row["owner"] == self.tenant.principal)
+        if ours and table.name == "lessons":
+            self._ours.add(row["id"])
+        return ours
+
+    def _as_tenant(self, row: Row) -> Row:
+        """A lesson as the tenant may land it: verified (and reviewed, but for a rejection)
+        only where the tenant may verify."""
+        if self.tenant is None or self.tenant.reviewer:
+            return row
+        if row["trust"] == "verified":
+            corroborated = int(row["seen_count"]) >= self.tenant.corroborate_at
+            trust = "corroborated" if corroborated else "candidate"
+            return {**row, "trust": trust, "review": None}
+        if row["review"] is not None and row["trust"] != "rejected":
+            return {**row, "review": None}
+        return row
 
     def _guard(self, table: str, row: Row) -> Refusal | None:
         if table == "lessons":
@@ -259,31 +508,16 @@ class Reconciler:
         )
 
     def _audit(self, row: Row) -> Outcome:
-        """Events arrive in source id order, which is each owner's chain order. The target's
-        chain of an owner must be a prefix of the source's, or appending would fork it."""
+        """Events arrive in source id order, which is each owner's chain order: those the
+        target holds are present, those that follow are copied (under the owner's migration
+        record when the target's chain went on without them), the rest refused."""
         owner = row["owner"]
         position = self._chain_at[owner]
         self._chain_at[owner] += 1
-        if owner in self._diverged:
-            return "refused"
-        chain = self.snapshot.chains.get(owner, [])
-        if position >= len(chain):
-            return "copied"
-        if chain[position] == row["hash"]:
+        chain = self._chains[owner]
+        if position < chain.present:
             return "present"
-        self._diverged.add(owner)
-        self.left_out.append(
-            Refusal(
-                "audit_log",
-                owner,
-                "audit_chain_diverged",
-                f"the target's audit chain of {owner} differs from the source's at event "
-                f"{position + 1}; its remaining events were not copied, so both chains still "
-                "verify",
-                {"owner": owner, "position": position + 1},
-            )
-        )
-        return "refused"
+        return "copied" if position < chain.valid else "refused"
 
     def _refuse(self, table: str, key: tuple[Any, ...], reason: str, message: str) -> None:
         self.left_out.append(Refusal(table, _text(key), reason, message))

@@ -18,8 +18,10 @@ from psycopg.rows import dict_row
 from lorestore.core.errors import TARGET_CAP_HINT, LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.core.records import format_ts
+from lorestore.storage.postgres.dialect import PostgresTransaction
 from lorestore.storage.postgres.errors import CAPS
 from lorestore.storage.postgres.setup import check_migrations
+from lorestore.storage.protocol import Transaction
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
 from lorestore.storage.transfer import Endpoint
@@ -81,6 +83,9 @@ class PostgresEndpoint(Endpoint):
 
     def _refusals(self, table: str) -> AbstractContextManager[None]:
         return _translated(table)
+
+    def _transaction(self) -> Transaction:
+        return PostgresTransaction(self._conn, write=True)
 
     def lock_audit_chains(self, owners: Iterable[str]) -> None:
         self._conn.execute(Q["lock_audit_chains"], {"owners": list(owners)})

@@ -108,11 +108,6 @@ VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s,
 -- the defaults the target's own).
 SELECT owner, max_active, max_bytes FROM owner_stats ORDER BY owner;
 
--- name: insert_owner_stats
--- Set the caps before the owner's lessons arrive; the triggers count them in.
-INSERT INTO owner_stats (owner, max_active, max_bytes)
-VALUES (%(owner)s, %(max_active)s, %(max_bytes)s);
-
 -- name: select_tombstones
 -- Rejected values, lifted ones included.
 SELECT id, owner, scope, value_digest, reason, actor, created_at, lesson_id, lifted_at,
@@ -179,14 +174,6 @@ VALUES ((SELECT owner FROM lessons WHERE pk = %(lesson_pk)s), %(lesson_pk)s, %(v
 SELECT id, owner, at, actor, action, scope, key, lesson_id, before_version, after_version,
     before_digest, after_digest, reason, detail, prev_hash, hash
 FROM audit_log ORDER BY id;
-
--- name: insert_audit_log
--- Append an event with its original hashes; the database assigns the id.
-INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
-    after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
-VALUES (%(owner)s, %(at)s::timestamptz, %(actor)s, %(action)s, %(scope)s, %(key)s,
-    %(lesson_id)s::uuid, %(before_version)s, %(after_version)s, %(before_digest)s,
-    %(after_digest)s, %(reason)s, %(detail)s::jsonb, %(prev_hash)s, %(hash)s);
 
 -- name: select_recall_log
 -- Recall decisions (why each lesson did or did not reach a task).

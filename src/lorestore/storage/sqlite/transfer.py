@@ -15,8 +15,10 @@ from pathlib import Path
 from lorestore.core.errors import TARGET_CAP_HINT, LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.storage import migrations
+from lorestore.storage.protocol import Transaction
 from lorestore.storage.queries import load_queries
 from lorestore.storage.reconciliation import Row
+from lorestore.storage.sqlite.dialect import SQLiteTransaction
 from lorestore.storage.sqlite.errors import BUSY_TIMEOUT_MS, cap_refused
 from lorestore.storage.sqlite.ledger import PACKAGE
 from lorestore.storage.sqlite.store import SQLiteStore
@@ -75,6 +77,9 @@ class SQLiteEndpoint(Endpoint):
 
     def _executemany(self, query: str, rows: Sequence[Row]) -> None:
         self._conn.executemany(query, rows)
+
+    def _transaction(self) -> Transaction:
+        return SQLiteTransaction(self._conn)
 
     @contextmanager
     def _refusals(self, table: str) -> Iterator[None]:

@@ -101,11 +101,6 @@ VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated
 -- the defaults the target's own).
 SELECT owner, max_active, max_bytes FROM owner_stats ORDER BY owner;
 
--- name: insert_owner_stats
--- Set the caps before the owner's lessons arrive; the triggers count them in.
-INSERT INTO owner_stats (owner, max_active, max_bytes)
-VALUES (:owner, :max_active, :max_bytes);
-
 -- name: select_tombstones
 -- Rejected values, lifted ones included.
 SELECT id, owner, scope, value_digest, reason, actor, created_at, lesson_id, lifted_at,
@@ -165,13 +160,6 @@ VALUES (:lesson_pk, :value_digest, :session, :first_seen);
 SELECT id, owner, at, actor, action, scope, key, lesson_id, before_version, after_version,
     before_digest, after_digest, reason, detail, prev_hash, hash
 FROM audit_log ORDER BY id;
-
--- name: insert_audit_log
--- Append an event with its original hashes; the store assigns the id.
-INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
-    after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
-VALUES (:owner, :at, :actor, :action, :scope, :key, :lesson_id, :before_version,
-    :after_version, :before_digest, :after_digest, :reason, :detail, :prev_hash, :hash);
 
 -- name: select_recall_log
 -- Recall decisions (why each lesson did or did not reach a task).
