@@ -58,7 +58,11 @@ class PostgresTransaction(SQLTransaction):
     _valid_id = staticmethod(_is_uuid)
 
     def __init__(
-        self, conn: psycopg.Connection[Row], *, write: bool, pipeline: psycopg.Pipeline
+        self,
+        conn: psycopg.Connection[Row],
+        *,
+        write: bool,
+        pipeline: psycopg.Pipeline | None = None,
     ) -> None:
         super().__init__(conn)
         self._conn: psycopg.Connection[Row] = conn
@@ -68,7 +72,8 @@ class PostgresTransaction(SQLTransaction):
     def _count(self, name: str, params: Any) -> int:
         # Pipelined, a statement's row count is known once the server has answered it.
         cursor = self._conn.execute(Q[name], params)
-        self._pipeline.sync()
+        if self._pipeline is not None:  # migrate's transaction runs statement by statement
+            self._pipeline.sync()
         return cursor.rowcount
 
     def _inserted(self, name: str, params: Any) -> int:
