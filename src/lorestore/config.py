@@ -181,6 +181,12 @@ def store_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {name: env[name] for name in STORE_VARIABLES if env.get(name)}
 
 
+def codex_home(env: Mapping[str, str] | None = None) -> Path:
+    """Codex's own configuration folder: ``CODEX_HOME``, or ``~/.codex`` (user installs)."""
+    env = os.environ if env is None else env
+    return Path(env.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+
+
 def columns_given(env: Mapping[str, str] | None = None) -> bool:
     """Whether COLUMNS says how wide output is (else piped output takes the CLI's width)."""
     env = os.environ if env is None else env
