@@ -115,6 +115,11 @@ def _tool_input(value: Any) -> str | None:
 
 def _exit_failure(response: Any) -> tuple[bool, str | None]:
     """Whether a PostToolUse response says the command failed, and its output."""
+    if isinstance(response, str) and response.lstrip().startswith("{"):
+        try:
+            response = json.loads(response)  # Cursor sends tool output as a JSON string
+        except ValueError:
+            pass
     if isinstance(response, dict):
         for name in ("exit_code", "exitCode", "returncode", "status_code"):
             code = response.get(name)

@@ -240,14 +240,18 @@ def _tool(payload: Payload, state: SessionState) -> str | None:
     if signature in state.resolved:
         state.resolved.remove(signature)
     state.save()
-    times = max(state.failures[key] for key in keys)
-    if times < REPEATED_AT:
+    repeated = [(key, state.failures[key]) for key in keys if state.failures[key] >= REPEATED_AT]
+    if not repeated:
         return None
+    key, times = repeated[0]  # the command itself when it repeats, else a failed test
     task = "\n".join(p for p in (payload.command, (payload.error or "")[:600]) if p)
     result = _recall(payload, task=task, budget=BUDGETS["tool-failure"])
-    shown = (payload.command or payload.tool or "this command")[:120]
+    if key == signature:
+        shown = f"`{(payload.command or payload.tool or 'this command')[:120]}`"
+    else:
+        shown = f"test `{key.removeprefix('test: ')}`"
     nudge = (
-        f"lorestore: `{shown}` has failed {times} times in this session. When you find what "
+        f"lorestore: {shown} has failed {times} times in this session. When you find what "
         "fixes it, search (memory_search) and record the fix as a lesson (memory_write)."
     )
     if not result.offered:
