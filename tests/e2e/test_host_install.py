@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 
-from tests.hosts.conftest import Place
+from tests.hosts.conftest import Place, place  # noqa: F401 - the fixture
 from tests.hosts.payloads import payload
 
 LESSON = "Run `make db` before `make test`: the tests need the fixture database."
