@@ -161,3 +161,48 @@ def hook_command(
     from lorestore.hosts.hook import main
 
     main([event, "--host", host])
+
+
+def doctor_command(
+    host: Annotated[
+        list[str] | None,
+        typer.Option("--host", metavar="HOST", help="check only this host (repeatable)"),
+    ] = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="also write, read, recall and delete a probe lesson in a scratch scope",
+        ),
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Check lorestore end to end: its install in each host (files present and current),
+    the store or server (reachable, schema current, the token valid and an agent's), the
+    scopes this folder resolves to, and with --deep a round trip. Each failure says how to
+    fix it; the exit status is 1 when any check failed."""
+    from lorestore.hosts import HOSTS
+    from lorestore.hosts.doctor import run_doctor
+
+    chosen = tuple(host) if host else HOSTS
+    unknown = [h for h in chosen if h not in HOSTS]
+    if unknown:
+        raise failure(
+            LorestoreError(
+                "invalid_argument",
+                f"unknown host {unknown[0]!r}",
+                hint=f"use --host {' | '.join(HOSTS)}",
+            ),
+            json_output,
+        )
+    checks = run_doctor(hosts=chosen, deep=deep)
+    ok = all(c.ok for c in checks)
+    if json_output:
+        print(json.dumps({"ok": ok, "checks": [c.to_dict() for c in checks]}, indent=2))
+    else:
+        for check in checks:
+            print(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+            if check.fix:
+                print(f"     fix: {check.fix}")
+    if not ok:
+        raise typer.Exit(1)

@@ -19,7 +19,7 @@ from lorestore.cli.backend import open_backend, with_git_context
 from lorestore.cli.commands import build_command, default_action
 from lorestore.cli.db import db_app
 from lorestore.cli.eval import eval_command
-from lorestore.cli.hosts import hook_command, install_command, uninstall_command
+from lorestore.cli.hosts import doctor_command, hook_command, install_command, uninstall_command
 from lorestore.cli.importing import import_command
 from lorestore.cli.login import login_command, logout_command
 from lorestore.cli.migrate import migrate_command
@@ -147,6 +147,7 @@ app.command("logout")(logout_command)
 app.command("install")(install_command)
 app.command("uninstall")(uninstall_command)
 app.command("hook")(hook_command)
+app.command("doctor")(doctor_command)
 
 
 @app.command("mcp")
