@@ -14,7 +14,7 @@ from tests.hosts.payloads import payload
 LESSON = "Run `make db` before `make test`: the tests need the fixture database."
 
 
-def test_installed_session_start_hook_recalls_the_lesson(place: Place) -> None:
+def test_installed_session_start_hook_recalls_the_lesson(place: Place) -> None:  # noqa: F811
     code, _, err = place.run("write", "repo::acme/widget", "test-database", LESSON)
     assert code == 0, err
     code, out, err = place.run("install", "--host", "claude-code")
@@ -28,7 +28,7 @@ def test_installed_session_start_hook_recalls_the_lesson(place: Place) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
     done = subprocess.run(
         command,
-        shell=True,  # noqa: S602 - exactly as Claude Code runs a command hook
+        shell=True,
         input=json.dumps(payload("claude-code", "session-start", str(place.repo))),
         capture_output=True,
         text=True,

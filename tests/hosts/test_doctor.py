@@ -60,7 +60,9 @@ def test_deep_round_trip_leaves_no_probe_behind(place: Place) -> None:
     assert "lorestore-doctor" not in out
 
 
-def test_a_store_that_cannot_be_opened_fails_with_a_hint(place: Place, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_that_cannot_be_opened_fails_with_a_hint(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = place.tmp / "junk.db"
     bad.write_bytes(b"not a database" * 200)
     monkeypatch.setenv("LORESTORE_DATABASE_URL", f"sqlite:///{bad}")

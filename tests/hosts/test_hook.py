@@ -13,7 +13,6 @@ import os
 import sqlite3
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -29,7 +28,9 @@ from lorestore.hosts.hook import DEADLINE_S
 LESSON = "Pin the build flags in setup.cfg; the release guard reads them."
 
 
-def hook(place: Place, host: str, event: str, data: Any, **env: str) -> tuple[dict[str, Any], float]:
+def hook(
+    place: Place, host: str, event: str, data: Any, **env: str
+) -> tuple[dict[str, Any], float]:
     """Run the hook; its answer (checked against the host's schema) and its wall time."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
     raw = data if isinstance(data, bytes) else json.dumps(data).encode()
@@ -65,15 +66,21 @@ def log_lines(place: Place) -> list[str]:
 @pytest.mark.parametrize("host", HOSTS)
 def test_every_answer_has_the_hosts_documented_shape(lessons: Place, host: str, event: str) -> None:
     for _ in range(2):  # twice: a repeated failure answers with context
-        answer, _ = hook(lessons, host, event, payload(host, event, str(lessons.repo)))
+        hook(lessons, host, event, payload(host, event, str(lessons.repo)))
     assert log_lines(lessons) == []
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_session_start_recalls_for_the_repository_branch_and_commit(lessons: Place, host: str) -> None:
-    code, _, _ = lessons.run("write", "branch::acme/widget::main", "build-flags", "On main the flags live in setup.py.")
+def test_session_start_recalls_for_the_repository_branch_and_commit(
+    lessons: Place, host: str
+) -> None:
+    code, _, _ = lessons.run(
+        "write", "branch::acme/widget::main", "build-flags", "On main the flags live in setup.py."
+    )
     assert code == 0
-    answer, _ = hook(lessons, host, "session-start", payload(host, "session-start", str(lessons.repo)))
+    answer, _ = hook(
+        lessons, host, "session-start", payload(host, "session-start", str(lessons.repo))
+    )
     text = context_of(host, answer)
     assert "On main the flags live in setup.py." in text  # the branch lesson
     assert LESSON not in text  # shadowed by it: held, and counted in the summary line
@@ -88,28 +95,53 @@ def test_the_prompt_gets_only_what_the_session_was_not_given(lessons: Place) -> 
     start, _ = hook(lessons, host, "session-start", payload(host, "session-start", cwd))
     assert LESSON in context_of(host, start)
     # The lesson given at session start is not given again for a prompt it matches.
-    answer, _ = hook(lessons, host, "prompt", payload(host, "prompt", cwd, prompt="fix the build flags"))
+    answer, _ = hook(
+        lessons, host, "prompt", payload(host, "prompt", cwd, prompt="fix the build flags")
+    )
     assert answer == {}
-    code, _, _ = lessons.run("write", "global", "release-guard", "The release guard refuses unsigned tags.")
+    code, _, _ = lessons.run(
+        "write", "global", "release-guard", "The release guard refuses unsigned tags."
+    )
     assert code == 0
-    answer, _ = hook(lessons, host, "prompt", payload(host, "prompt", cwd, prompt="why does the release guard refuse my tag"))
+    answer, _ = hook(
+        lessons,
+        host,
+        "prompt",
+        payload(host, "prompt", cwd, prompt="why does the release guard refuse my tag"),
+    )
     text = context_of(host, answer)
     assert "refuses unsigned tags" in text and LESSON not in text
     # Asked again: nothing new.
-    answer, _ = hook(lessons, host, "prompt", payload(host, "prompt", cwd, prompt="the release guard again"))
+    answer, _ = hook(
+        lessons, host, "prompt", payload(host, "prompt", cwd, prompt="the release guard again")
+    )
     assert answer == {}
     # Another session is given it afresh.
-    answer, _ = hook(lessons, host, "prompt", payload(host, "prompt", cwd, prompt="fix the build flags", session="other"))
+    answer, _ = hook(
+        lessons,
+        host,
+        "prompt",
+        payload(host, "prompt", cwd, prompt="fix the build flags", session="other"),
+    )
     assert LESSON in context_of(host, answer)
 
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_a_repeated_failure_gets_matching_lessons_and_a_nudge(lessons: Place, host: str) -> None:
     cwd = str(lessons.repo)
-    code, _, _ = lessons.run("write", "repo::acme/widget", "make-test-db", "make test needs the test database: run make db first.")
+    code, _, _ = lessons.run(
+        "write",
+        "repo::acme/widget",
+        "make-test-db",
+        "make test needs the test database: run make db first.",
+    )
     assert code == 0
     event = "tool-done" if host == "codex" else "tool-failure"
-    failed: dict[str, Any] = {"tool_response": {"exit_code": 2, "stderr": "make test: database missing"}} if host == "codex" else {}
+    failed: dict[str, Any] = (
+        {"tool_response": {"exit_code": 2, "stderr": "make test: database missing"}}
+        if host == "codex"
+        else {}
+    )
     first, _ = hook(lessons, host, event, payload(host, event, cwd, **failed))
     assert first == {}  # once is not a pattern
     again, _ = hook(lessons, host, event, payload(host, event, cwd, **failed))
@@ -119,10 +151,20 @@ def test_a_repeated_failure_gets_matching_lessons_and_a_nudge(lessons: Place, ho
     assert "run make db first" in text
     # A different command failing once is not "repeated".
     lint = {"error": "Exit code 1", "error_message": "exit status 1"} if host != "codex" else {}
-    other, _ = hook(lessons, host, event, payload(host, event, cwd, tool_input={"command": "make lint"}, **failed, **lint))
+    other, _ = hook(
+        lessons,
+        host,
+        event,
+        payload(host, event, cwd, tool_input={"command": "make lint"}, **failed, **lint),
+    )
     assert other == {}
     if host == "claude-code":  # a failed test reported again by another command is repeated too
-        test, _ = hook(lessons, host, event, payload(host, event, cwd, tool_input={"command": "pytest tests/t.py"}))
+        test, _ = hook(
+            lessons,
+            host,
+            event,
+            payload(host, event, cwd, tool_input={"command": "pytest tests/t.py"}),
+        )
         assert "test `tests/t.py::test_a` has failed 3 times" in context_of(host, test)
 
 
@@ -154,7 +196,7 @@ def test_stop_nudges_once_after_failures_that_ended_in_success(lessons: Place, h
 def test_bad_input_answers_empty_and_is_logged(lessons: Place, host: str) -> None:
     for raw in (b"{not json", b"[1, 2]", b"\xff\xfe"):
         answer, _ = hook(lessons, host, "session-start", raw)
-        assert answer == ({} if host != "cursor" else {})
+        assert answer == {}
     assert len(log_lines(lessons)) == 3
     assert all(f" {host} session-start: " in line for line in log_lines(lessons))
 
@@ -167,7 +209,9 @@ def test_a_locked_store_answers_empty_within_the_deadline(lessons: Place) -> Non
     locker = sqlite3.connect(lessons.store / "lorestore.db", isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:
-        answer, took = hook(lessons, host, "session-start", payload(host, "session-start", cwd, session="s2"))
+        answer, took = hook(
+            lessons, host, "session-start", payload(host, "session-start", cwd, session="s2")
+        )
     finally:
         locker.execute("ROLLBACK")
         locker.close()
@@ -180,15 +224,24 @@ def test_a_store_that_cannot_be_opened_answers_empty(lessons: Place) -> None:
     bad = lessons.tmp / "not-a-db"
     bad.write_bytes(b"this is not a database" * 100)
     for host in HOSTS:
-        answer, _ = hook(lessons, host, "session-start", payload(host, "session-start", str(lessons.repo)),
-                         LORESTORE_DATABASE_URL=f"sqlite:///{bad}")
+        answer, _ = hook(
+            lessons,
+            host,
+            "session-start",
+            payload(host, "session-start", str(lessons.repo)),
+            LORESTORE_DATABASE_URL=f"sqlite:///{bad}",
+        )
         assert answer == {}
     assert len(log_lines(lessons)) == 3
 
 
 def test_a_bad_command_line_exits_1_without_blocking(place: Place) -> None:
-    done = subprocess.run([LORESTORE, "hook", "bogus", "--host", "claude-code"], input=b"{}",
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        [LORESTORE, "hook", "bogus", "--host", "claude-code"],
+        input=b"{}",
+        capture_output=True,
+        check=False,
+    )
     assert done.returncode == 1  # not 2: Claude Code would block the session on 2
     assert b"usage: lorestore hook EVENT --host HOST" in done.stderr
 
@@ -200,15 +253,21 @@ def test_cursor_prompt_answers_continue_without_opening_the_store(place: Place) 
 
 
 def test_a_tool_success_does_not_open_the_store(place: Place) -> None:
-    answer, _ = hook(place, "claude-code", "tool-done", payload("claude-code", "tool-done", str(place.repo)))
+    answer, _ = hook(
+        place, "claude-code", "tool-done", payload("claude-code", "tool-done", str(place.repo))
+    )
     assert answer == {}
     assert not (place.store / "lorestore.db").exists()
 
 
 def test_context_fits_the_hosts_limit(place: Place) -> None:
     for i in range(60):
-        code, _, _ = place.run("write", "repo::acme/widget", f"long-{i}", "x " * 700 + f"lesson {i}")
+        code, _, _ = place.run(
+            "write", "repo::acme/widget", f"long-{i}", "x " * 700 + f"lesson {i}"
+        )
         assert code == 0
     for host in HOSTS:
-        answer, _ = hook(place, host, "session-start", payload(host, "session-start", str(place.repo)))
+        answer, _ = hook(
+            place, host, "session-start", payload(host, "session-start", str(place.repo))
+        )
         assert 0 < len(context_of(host, answer)) <= 10_000

@@ -1,5 +1,5 @@
-"""``lorestore install`` / ``uninstall`` through the CLI: what is written for every host ×
-project/user × embedded/remote (golden files under golden/), install twice = once, and
+"""``lorestore install`` / ``uninstall`` through the CLI: what is written for every host x
+project/user x embedded/remote (golden files under golden/), install twice = once, and
 uninstall giving back every pre-existing file byte for byte (other servers, hooks, comments).
 
 Regenerate the golden files after a deliberate change: LORESTORE_UPDATE_GOLDEN=1 pytest ..."""
@@ -44,9 +44,7 @@ def check_golden(place: Place, name: str) -> None:
         for path, text in got.items():
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(text)
-    want = {
-        str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()
-    }
+    want = {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
     assert got == want
 
 
@@ -56,9 +54,7 @@ def test_install_writes_the_golden_files(place: Place, host: str, scope: str, mo
     assert code == 0, err
     check_golden(place, f"{host}-{scope}-{mode}")
     # It prints what it wrote, file by file.
-    assert [line.split(" ", 1)[0] for line in out.splitlines()] == ["created"] * len(
-        place.files()
-    )
+    assert [line.split(" ", 1)[0] for line in out.splitlines()] == ["created"] * len(place.files())
     # Installing twice is installing once: the same bytes, every file reported unchanged.
     before = place.files()
     code, out, _ = place.run(*install_args(host, scope, mode))
@@ -82,7 +78,9 @@ def test_codex_without_hooks_falls_back_to_agents_md(place: Place) -> None:
     assert not (place.repo / ".codex" / "hooks.json").exists()
 
 
-def test_codex_hooks_follow_the_installed_codex(place: Place, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_codex_hooks_follow_the_installed_codex(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without --hooks/--no-hooks, Codex gets hooks only when its installed version has them
     (none is installed here: the AGENTS.md fallback)."""
     monkeypatch.setenv("PATH", str(place.tmp / "no-bin"))
@@ -111,7 +109,9 @@ EXISTING = {
     },
     "cursor": {
         ".cursor/mcp.json": '{"mcpServers":{"other":{"url":"https://x.example/mcp"}}}\n',
-        ".cursor/hooks.json": '{\n\t"version": 1,\n\t"hooks": {"stop": [{"command": "./audit.sh"}]}\n}\n',
+        ".cursor/hooks.json": (
+            '{\n\t"version": 1,\n\t"hooks": {"stop": [{"command": "./audit.sh"}]}\n}\n'
+        ),
         ".cursor/rules/style.mdc": "---\nalwaysApply: true\n---\nUse tabs.\n",
     },
     "codex": {
@@ -130,7 +130,9 @@ EXISTING = {
 
 @pytest.mark.parametrize("mode", ["embedded", "remote"])
 @pytest.mark.parametrize("host", HOSTS)
-def test_uninstall_restores_existing_files_byte_for_byte(place: Place, host: str, mode: str) -> None:
+def test_uninstall_restores_existing_files_byte_for_byte(
+    place: Place, host: str, mode: str
+) -> None:
     for rel, text in EXISTING[host].items():
         (place.repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (place.repo / rel).write_text(text)
@@ -189,9 +191,7 @@ def test_a_token_is_never_written(place: Place, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("LORESTORE_TOKEN", "ls_secret_token_value")
     monkeypatch.setenv("MY_AGENT_TOKEN", "ls_other_secret_value")
     for token_env in ("LORESTORE_TOKEN", "MY_AGENT_TOKEN"):
-        code, _, err = place.run(
-            *install_args(host, "project", "remote"), "--token-env", token_env
-        )
+        code, _, err = place.run(*install_args(host, "project", "remote"), "--token-env", token_env)
         assert code == 0, err
         written = b"".join(place.files().values())
         assert b"ls_secret_token_value" not in written

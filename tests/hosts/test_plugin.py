@@ -37,7 +37,10 @@ def test_the_plugin_manifest_and_its_parts() -> None:
 
 def test_the_plugin_hooks_are_the_ones_install_writes() -> None:
     hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
-    want = {HOST_EVENTS["claude-code"][event]: (event, matcher) for event, matcher in HOOKED["claude-code"]}
+    want = {
+        HOST_EVENTS["claude-code"][event]: (event, matcher)
+        for event, matcher in HOOKED["claude-code"]
+    }
     assert set(hooks) == set(want)
     for name, (event, matcher) in want.items():
         [group] = hooks[name]

@@ -37,28 +37,52 @@ def server(place: Place) -> Iterator[tuple[Server, str, str]]:
     running.stop()
 
 
-def test_hooks_recall_from_a_server_with_an_agents_token(place: Place, server: tuple[Server, str, str]) -> None:
+def test_hooks_recall_from_a_server_with_an_agents_token(
+    place: Place, server: tuple[Server, str, str]
+) -> None:
     running, agent, admin = server
     data = payload("claude-code", "session-start", str(place.repo))
-    answer, _ = hook(place, "claude-code", "session-start", data, LORESTORE_URL=running.url, LORESTORE_TOKEN=agent)
+    answer, _ = hook(
+        place,
+        "claude-code",
+        "session-start",
+        data,
+        LORESTORE_URL=running.url,
+        LORESTORE_TOKEN=agent,
+    )
     assert LESSON in context_of("claude-code", answer)
     assert log_lines(place) == []
     # A person's token is refused: an empty answer, and the reason in the log.
-    answer, _ = hook(place, "claude-code", "session-start", data, LORESTORE_URL=running.url, LORESTORE_TOKEN=admin)
+    answer, _ = hook(
+        place,
+        "claude-code",
+        "session-start",
+        data,
+        LORESTORE_URL=running.url,
+        LORESTORE_TOKEN=admin,
+    )
     assert answer == {}
     assert any("forbidden" in line or "person" in line for line in log_lines(place))
 
 
 def test_a_server_that_is_down_answers_empty_in_time(place: Place) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    answer, took = hook(place, "cursor", "session-start", payload("cursor", "session-start", str(place.repo)),
-                        LORESTORE_URL=url, LORESTORE_TOKEN="ls_whatever")
+    answer, took = hook(
+        place,
+        "cursor",
+        "session-start",
+        payload("cursor", "session-start", str(place.repo)),
+        LORESTORE_URL=url,
+        LORESTORE_TOKEN="ls_whatever",
+    )
     assert answer == {}
     assert took < DEADLINE_S + 3
     assert log_lines(place)
 
 
-def test_doctor_checks_the_servers_token(place: Place, server: tuple[Server, str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_checks_the_servers_token(
+    place: Place, server: tuple[Server, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     running, agent, admin = server
     monkeypatch.setenv("LORESTORE_URL", running.url)
     monkeypatch.setenv("LORESTORE_TOKEN", agent)

@@ -7,12 +7,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lorestore.cli.render import failure
 from lorestore.core.errors import LorestoreError
+
+if TYPE_CHECKING:
+    from lorestore.hosts.edits import Edit
+    from lorestore.hosts.formats import Target
+    from lorestore.hosts.install import Change
 
 HostOption = Annotated[
     str, typer.Option("--host", metavar="HOST", help="claude-code, cursor or codex")
@@ -21,8 +26,7 @@ UserOption = Annotated[
     bool,
     typer.Option(
         "--user/--project",
-        help="your own configuration (--user) or the current repository's (--project, the "
-        "default)",
+        help="your own configuration (--user) or the current repository's (--project, the default)",
     ),
 ]
 DryRunOption = Annotated[
@@ -31,7 +35,9 @@ DryRunOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result (or error) as JSON")]
 
 
-def _targets(host: str, user: bool, remote: str | None, token_env: str, hooks: bool | None):  # type: ignore[no-untyped-def]
+def _targets(
+    host: str, user: bool, remote: str | None, token_env: str, hooks: bool | None
+) -> tuple[Target, list[Edit]]:
     from lorestore.hosts.formats import edits
     from lorestore.hosts.install import resolve_target
 
@@ -41,7 +47,7 @@ def _targets(host: str, user: bool, remote: str | None, token_env: str, hooks: b
     return target, edits(target)
 
 
-def _report(changes: list, root: Path, dry_run: bool, as_json: bool, verb: str) -> None:  # type: ignore[type-arg]
+def _report(changes: list[Change], root: Path, dry_run: bool, as_json: bool, verb: str) -> None:
     if as_json:
         files = [
             {"path": str(c.path), "action": c.action, **({"diff": c.diff(root)} if dry_run else {})}
@@ -70,8 +76,7 @@ def install_command(
         typer.Option(
             "--remote",
             metavar="URL",
-            help="use the lorestore server at URL (streamable HTTP) instead of the embedded "
-            "store",
+            help="use the lorestore server at URL (streamable HTTP) instead of the embedded store",
         ),
     ] = None,
     token_env: Annotated[
@@ -82,7 +87,7 @@ def install_command(
             help="with --remote: the environment variable the host reads the agent's token "
             "from (the token itself is never written)",
         ),
-    ] = "LORESTORE_TOKEN",
+    ] = "LORESTORE_TOKEN",  # noqa: S107 - the variable's name, not a token
     hooks: Annotated[
         bool | None,
         typer.Option(

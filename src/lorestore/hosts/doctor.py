@@ -5,6 +5,7 @@ check says how to fix it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import uuid
@@ -35,7 +36,14 @@ def installation(host: str, *, user: bool, cwd: str) -> Check | None:
     where = "--user" if user else "--project"
     fix = f"lorestore install --host {host} {where}"
     # The files an install with hooks writes there (the store settings do not change which).
-    target = resolve_target(host, user=user, remote=None, token_env="LORESTORE_TOKEN", hooks=True, cwd=cwd)
+    target = resolve_target(
+        host,
+        user=user,
+        remote=None,
+        token_env="LORESTORE_TOKEN",  # noqa: S106 - a variable name
+        hooks=True,
+        cwd=cwd,
+    )
     present, missing, stale = [], [], []
     for edit in edits(target):
         try:
@@ -105,7 +113,9 @@ def store_checks() -> list[Check]:
     except LorestoreError as error:
         return [Check("store", False, error.message, error.hint)]
     service.store.close()
-    where = settings.sqlite_path if not settings.database_url.startswith("postgres") else "PostgreSQL"
+    where = (
+        settings.sqlite_path if not settings.database_url.startswith("postgres") else "PostgreSQL"
+    )
     return [Check("store", True, f"{where}: opens, schema current")]
 
 
@@ -193,10 +203,8 @@ def round_trip() -> Check:
             run("memory_archive", scope=scope, key=key, reason="lorestore doctor --deep probe")
     except LorestoreError as error:
         if step != "write":
-            try:
+            with contextlib.suppress(LorestoreError):
                 run("memory_delete", scope=scope, key=key, reason="lorestore doctor --deep probe")
-            except LorestoreError:
-                pass
         hint = error.hint or "run the failing step by hand with the CLI to see more"
         return Check("round trip", False, f"{step} failed in {scope}: {error.message}", hint)
     finally:
@@ -204,7 +212,9 @@ def round_trip() -> Check:
     return Check("round trip", True, f"write, read, recall, delete in {scope}")
 
 
-def run_doctor(*, hosts: tuple[str, ...] = HOSTS, deep: bool = False, cwd: str | None = None) -> list[Check]:
+def run_doctor(
+    *, hosts: tuple[str, ...] = HOSTS, deep: bool = False, cwd: str | None = None
+) -> list[Check]:
     cwd = cwd or os.getcwd()
     checks: list[Check] = []
     for host in hosts:
@@ -224,4 +234,3 @@ def run_doctor(*, hosts: tuple[str, ...] = HOSTS, deep: bool = False, cwd: str |
     if deep:
         checks.append(round_trip())
     return checks
-

@@ -22,7 +22,8 @@ KeyPath = tuple[str, ...]
 
 
 class Edit(Protocol):
-    path: Path
+    @property
+    def path(self) -> Path: ...
 
     def apply(self, text: str | None) -> str: ...
 
@@ -263,7 +264,9 @@ class OwnedFile:
         return True
 
 
-BEGIN = "<!-- lorestore:begin (written by `lorestore install`; removed by `lorestore uninstall`) -->"
+BEGIN = (
+    "<!-- lorestore:begin (written by `lorestore install`; removed by `lorestore uninstall`) -->"
+)
 END = "<!-- lorestore:end -->"
 _BLOCK = re.compile(r"(\n?)" + re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
 

@@ -19,6 +19,7 @@ Pure functions, no I/O and no lorestore imports beyond the standard library, so 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -104,7 +105,7 @@ def _tool_input(value: Any) -> str | None:
         try:
             value = json.loads(value)  # Cursor sends MCP tool input as a JSON string
         except ValueError:
-            return value
+            return str(value)
     if isinstance(value, dict):
         for name in ("command", "cmd", "file_path", "path", "url", "pattern"):
             if isinstance(value.get(name), str | list):
@@ -116,17 +117,13 @@ def _tool_input(value: Any) -> str | None:
 def _exit_failure(response: Any) -> tuple[bool, str | None]:
     """Whether a PostToolUse response says the command failed, and its output."""
     if isinstance(response, str) and response.lstrip().startswith("{"):
-        try:
-            response = json.loads(response)  # Cursor sends tool output as a JSON string
-        except ValueError:
-            pass
+        with contextlib.suppress(ValueError):  # Cursor sends tool output as a JSON string
+            response = json.loads(response)
     if isinstance(response, dict):
         for name in ("exit_code", "exitCode", "returncode", "status_code"):
             code = response.get(name)
             if isinstance(code, int) and not isinstance(code, bool):
-                output = response.get("stderr") or response.get("output") or response.get(
-                    "stdout"
-                )
+                output = response.get("stderr") or response.get("output") or response.get("stdout")
                 return code != 0, _text(output)
         if response.get("is_error") is True or response.get("success") is False:
             return True, _text(response.get("error") or response.get("output") or response)

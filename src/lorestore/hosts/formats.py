@@ -1,16 +1,12 @@
-"""Where each host keeps its configuration, and what lorestore writes there, per host ×
-``--project``/``--user`` × embedded/``--remote`` (docs/hosts.md cites each host's page):
+"""Where each host keeps its configuration, and what lorestore writes there, per host x
+``--project``/``--user`` x embedded/``--remote`` (docs/hosts.md cites each host's page):
 
-================  =========================================  ==========================================
-host              project (the repository)                   user (your own configuration)
-================  =========================================  ==========================================
-claude-code       .mcp.json, .claude/settings.json (hooks),  ~/.claude.json, ~/.claude/settings.json,
-                  .claude/skills/lorestore/SKILL.md          ~/.claude/skills/lorestore/SKILL.md
-cursor            .cursor/mcp.json, .cursor/hooks.json,      ~/.cursor/mcp.json, ~/.cursor/hooks.json,
-                  .cursor/rules/lorestore.mdc                ~/.cursor/skills/lorestore/SKILL.md
-codex             .codex/config.toml, .codex/hooks.json,     $CODEX_HOME/config.toml, hooks.json,
-                  AGENTS.md                                  AGENTS.md ($CODEX_HOME: ~/.codex)
-================  =========================================  ==========================================
+- claude-code: ``.mcp.json`` (user: ``~/.claude.json``), ``.claude/settings.json`` (hooks),
+  ``.claude/skills/lorestore/SKILL.md`` (user: the same under ``~``);
+- cursor: ``.cursor/mcp.json``, ``.cursor/hooks.json``, ``.cursor/rules/lorestore.mdc``
+  (user: ``~/.cursor/...``, the skill as ``~/.cursor/skills/lorestore/SKILL.md``);
+- codex: ``.codex/config.toml``, ``.codex/hooks.json``, ``AGENTS.md`` (user: the same in
+  ``$CODEX_HOME``, default ``~/.codex``).
 
 The hooks run ``lorestore hook EVENT --host H`` by absolute path, with the variables that
 chose the store; for a server, its URL and the token *variable* (never a token)."""
@@ -40,7 +36,12 @@ HOOKED: dict[str, tuple[tuple[str, str | None], ...]] = {
     ),
     "codex": (("session-start", None), ("prompt", None), ("tool-done", "Bash"), ("stop", None)),
     # beforeSubmitPrompt cannot add context in Cursor, so no prompt hook is installed there.
-    "cursor": (("session-start", None), ("tool-failure", None), ("tool-done", "Shell"), ("stop", None)),
+    "cursor": (
+        ("session-start", None),
+        ("tool-failure", None),
+        ("tool-done", "Shell"),
+        ("stop", None),
+    ),
 }
 _OURS = re.compile(
     r"(^|[\s/'\"])lorestore['\"]?\s+hook\s+(session-start|prompt|tool-failure|tool-done|stop)"
@@ -58,7 +59,7 @@ class Target:
     exe: str  # lorestore, by absolute path
     store_env: dict[str, str] = field(default_factory=dict)  # embedded: what chose the store
     remote: str | None = None  # the server's base URL
-    token_env: str = "LORESTORE_TOKEN"
+    token_env: str = "LORESTORE_TOKEN"  # noqa: S105 - a variable name
     hooks: bool = True
     codex_home: Path | None = None  # user installs for Codex: $CODEX_HOME
 
@@ -78,7 +79,7 @@ def hook_command(target: Target, event: str) -> str:
     if target.remote is not None:
         env = {"LORESTORE_URL": target.remote}
     prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in env.items())
-    if target.remote is not None and target.token_env != "LORESTORE_TOKEN":
+    if target.remote is not None and target.token_env != "LORESTORE_TOKEN":  # noqa: S105
         prefix += f'LORESTORE_TOKEN="${{{target.token_env}}}" '
     return f"{prefix}{shlex.quote(target.exe)} hook {event} --host {target.host}"
 
@@ -98,7 +99,10 @@ def _mcp_entry(target: Target) -> dict[str, Any]:
             "headers": {"Authorization": f"Bearer ${{{target.token_env}}}"},
         }
     # cursor: ${env:VAR} is expanded in mcp.json
-    return {"url": target.mcp_url, "headers": {"Authorization": f"Bearer ${{env:{target.token_env}}}"}}
+    return {
+        "url": target.mcp_url,
+        "headers": {"Authorization": f"Bearer ${{env:{target.token_env}}}"},
+    }
 
 
 def _group_is_ours(group: Any) -> bool:
@@ -123,7 +127,11 @@ def _grouped_hooks(target: Target) -> list[tuple[tuple[str, ...], list[Any]]]:
     for event, matcher in HOOKED[target.host]:
         name = HOST_EVENTS[target.host][event]
         assert name is not None
-        hook = {"type": "command", "command": hook_command(target, event), "timeout": HOOK_TIMEOUT_S}
+        hook = {
+            "type": "command",
+            "command": hook_command(target, event),
+            "timeout": HOOK_TIMEOUT_S,
+        }
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
         group["hooks"] = [hook]
         items.append((("hooks", name), [group]))

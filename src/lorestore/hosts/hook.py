@@ -27,7 +27,6 @@ from lorestore.hosts import HOSTS
 from lorestore.hosts.events import EVENTS, Payload, answer, empty_answer, parse_payload, session_key
 
 if TYPE_CHECKING:
-    from lorestore.config import Settings
     from lorestore.models import RecallResult
 
 # The hooks install writes give the host a 10 s timeout; the watchdog answers well before.
@@ -101,7 +100,7 @@ def main(argv: list[str]) -> None:
     watchdog.start()
     try:
         context = run(host, event, sys.stdin.buffer.read(MAX_INPUT_BYTES))
-    except BaseException as exc:  # noqa: BLE001 - a hook never breaks its host
+    except BaseException as exc:
         _log(host, event, f"{type(exc).__name__}: {exc}")
         context = None
     out.give(answer(host, event, context) if context else empty_answer(host, event))
@@ -216,7 +215,9 @@ def _prompt(payload: Payload, state: SessionState) -> str | None:
     if len(text.split()) < 2:
         return None
     result = _recall(payload, task=text[:2000], budget=BUDGETS["prompt"])
-    fresh = [o for o in result.offered if _given_id(o.lesson.id, o.lesson.version) not in state.given]
+    fresh = [
+        o for o in result.offered if _given_id(o.lesson.id, o.lesson.version) not in state.given
+    ]
     if not fresh:
         return None
     state.given += [_given_id(o.lesson.id, o.lesson.version) for o in fresh]
@@ -298,7 +299,10 @@ def _fence(result: RecallResult, offered: list[Any]) -> str:
         for o in offered
     ]
     return render_fence(
-        result.recall_id, heads, result.not_considered, repository_known=result.context.repo is not None
+        result.recall_id,
+        heads,
+        result.not_considered,
+        repository_known=result.context.repo is not None,
     )
 
 

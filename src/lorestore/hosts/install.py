@@ -150,7 +150,10 @@ def apply_install(changes: list[Change], manifest: Manifest, host: str) -> None:
         elif before is not None and change.edit.holds(before):
             # lorestore's entries were there before this install (written by hand or an
             # install whose manifest is gone): what uninstall restores is the file without them.
-            original, dirs = change.edit.remove(before), list(entry.get("dirs", []) if entry else [])
+            original, dirs = (
+                change.edit.remove(before),
+                list(entry.get("dirs", []) if entry else []),
+            )
         else:
             original, dirs = before, []
         if change.action != "unchanged":
@@ -332,7 +335,7 @@ def codex_has_hooks() -> bool:
     if codex is None:
         return False
     try:
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603 - the codex found on PATH
             [codex, "features", "list"], capture_output=True, text=True, timeout=5, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
