@@ -271,3 +271,29 @@ def test_context_fits_the_hosts_limit(place: Place) -> None:
             place, host, "session-start", payload(host, "session-start", str(place.repo))
         )
         assert 0 < len(context_of(host, answer)) <= 10_000
+
+
+def test_the_hooks_that_open_no_store_import_no_models(place: Place) -> None:
+    """A tool's success (every Bash command) and Cursor's prompt are answered without
+    pydantic, the store or git: the host waits for them at every step."""
+    import sys
+
+    script = (
+        "import sys, io, json\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps({'session_id': 's', 'tool_name': "
+        "'Bash', 'tool_input': {'command': 'ls'}, 'tool_response': {}}).encode()))\n"
+        "from lorestore.hosts.hook import main\n"
+        "main(['tool-done', '--host', 'claude-code'])\n"
+        "heavy = [m for m in ('pydantic', 'lorestore.models', 'lorestore.service', 'sqlite3')"
+        " if m in sys.modules]\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LORESTORE_HOME": str(place.store)},
+        check=True,
+    )
+    assert json.loads(done.stdout) == {}
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == []
