@@ -7,14 +7,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
-from tests.hosts.conftest import Place, place  # noqa: F401 - the fixture
+import pytest
+from tests.hosts.conftest import Place, make_place
 from tests.hosts.payloads import payload
+
+
+@pytest.fixture
+def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Place:
+    return make_place(tmp_path, monkeypatch)
+
 
 LESSON = "Run `make db` before `make test`: the tests need the fixture database."
 
 
-def test_installed_session_start_hook_recalls_the_lesson(place: Place) -> None:  # noqa: F811
+def test_installed_session_start_hook_recalls_the_lesson(place: Place) -> None:
     code, _, err = place.run("write", "repo::acme/widget", "test-database", LESSON)
     assert code == 0, err
     code, out, err = place.run("install", "--host", "claude-code")
@@ -47,3 +55,44 @@ def test_installed_session_start_hook_recalls_the_lesson(place: Place) -> None: 
     server = json.loads((place.repo / ".mcp.json").read_text())["mcpServers"]["lorestore"]
     assert server["args"] == ["mcp"] and server["command"] in command
     assert server["env"] == {"LORESTORE_HOME": str(place.store)}
+
+
+def _installed_commands(place: Place, host: str) -> dict[str, str]:
+    """Host event name -> the command line install wrote for it."""
+    if host == "cursor":
+        hooks = json.loads((place.repo / ".cursor" / "hooks.json").read_text())["hooks"]
+        return {name: entries[0]["command"] for name, entries in hooks.items()}
+    hooks = json.loads((place.repo / ".codex" / "hooks.json").read_text())["hooks"]
+    return {name: groups[0]["hooks"][0]["command"] for name, groups in hooks.items()}
+
+
+@pytest.mark.parametrize("host", ["cursor", "codex"])
+def test_every_installed_hook_command_answers_in_the_hosts_shape(place: Place, host: str) -> None:
+    import jsonschema
+    from tests.hosts.payloads import context_of, output_schema
+
+    from lorestore.hosts.events import HOST_EVENTS
+
+    assert place.run("write", "repo::acme/widget", "test-database", LESSON)[0] == 0
+    args = ["install", "--host", host] + (["--hooks"] if host == "codex" else [])
+    assert place.run(*args)[0] == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    by_name = {name: event for event, name in HOST_EVENTS[host].items() if name}
+    for name, command in _installed_commands(place, host).items():
+        event = by_name[name]
+        done = subprocess.run(
+            command,
+            shell=True,
+            input=json.dumps(payload(host, event, str(place.repo))),
+            capture_output=True,
+            text=True,
+            cwd=place.repo,
+            env={**env, "HOME": str(place.user)},
+            timeout=10,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        jsonschema.validate(answer, output_schema(host, event))
+        if event == "session-start":
+            assert "test-database" in context_of(host, answer)

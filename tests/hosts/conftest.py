@@ -51,6 +51,10 @@ class Place:
 
 @pytest.fixture
 def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Place:
+    return make_place(tmp_path, monkeypatch)
+
+
+def make_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Place:
     user, store, repo = tmp_path / "user", tmp_path / "store", tmp_path / "repo"
     user.mkdir()
     repo.mkdir()

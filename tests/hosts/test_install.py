@@ -240,3 +240,28 @@ def test_a_file_that_is_not_json_is_refused_unchanged(place: Place) -> None:
     assert error["code"] == "config_error" and "hint" in error
     assert (place.repo / ".mcp.json").read_text() == "{ not json"
     assert not (place.repo / ".claude").exists()
+
+
+# The same files in the user's own configuration (Claude Code keeps user MCP servers in
+# ~/.claude.json, Codex everything in ~/.codex).
+USER_PATHS = {
+    "claude-code": {".mcp.json": ".claude.json"},
+    "cursor": {".cursor/rules/style.mdc": ".cursor/skills/other/SKILL.md"},
+    "codex": {"AGENTS.md": ".codex/AGENTS.md"},
+}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_user_uninstall_restores_existing_files_byte_for_byte(place: Place, host: str) -> None:
+    for rel, text in EXISTING[host].items():
+        path = place.user / USER_PATHS[host].get(rel, rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    before, dirs = place.files(), place.dirs()
+    code, _, err = place.run(*install_args(host, "user", "embedded"))
+    assert code == 0, err
+    assert place.files() != before
+    code, _, err = place.run("uninstall", "--host", host, "--user")
+    assert code == 0, err
+    assert place.files() == before
+    assert place.dirs() == dirs
