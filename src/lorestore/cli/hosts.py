@@ -27,6 +27,7 @@ UserOption = Annotated[
     typer.Option(
         "--user/--project",
         help="your own configuration (--user) or the current repository's (--project, the default)",
+        show_default=False,
     ),
 ]
 DryRunOption = Annotated[
