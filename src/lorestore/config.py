@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.owner import Owner
 
 # The person's credential for the CLI (`lorestore login`), never an agent's: kept in a file
 # only its owner may read, so that it is not in the shell environment every agent host hands
@@ -66,6 +65,8 @@ class Settings:
     @property
     def principal(self) -> str:
         """The principal the CLI acts as on its own store."""
+        from lorestore.core.owner import Owner  # pydantic: not for a hook that opens no store
+
         return Owner.user(self.user).key
 
     @property
@@ -181,6 +182,12 @@ def store_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {name: env[name] for name in STORE_VARIABLES if env.get(name)}
 
 
+def codex_home(env: Mapping[str, str] | None = None) -> Path:
+    """Codex's own configuration folder: ``CODEX_HOME``, or ``~/.codex`` (user installs)."""
+    env = os.environ if env is None else env
+    return Path(env.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+
+
 def columns_given(env: Mapping[str, str] | None = None) -> bool:
     """Whether COLUMNS says how wide output is (else piped output takes the CLI's width)."""
     env = os.environ if env is None else env
@@ -194,6 +201,8 @@ def completion_requested(env: Mapping[str, str] | None = None) -> bool:
 
 
 def _user(raw: str) -> str:
+    from lorestore.core.owner import Owner
+
     try:
         return Owner.user(raw.strip().lower()).name
     except LorestoreError:

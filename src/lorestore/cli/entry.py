@@ -1,7 +1,9 @@
 """The ``lorestore`` script's entry point. Two command lines skip the command tree (Typer and
 every command's options, cli/main.py): ``lorestore --version``, answered before anything else is
-imported, and ``lorestore mcp`` as hosts start it at every session, which goes straight to the
-server (cli/stdio.py) with the same output and exit status. Every other one goes to the tree."""
+imported, ``lorestore mcp`` as hosts start it at every session, which goes straight to the
+server (cli/stdio.py) with the same output and exit status, and ``lorestore hook EVENT --host
+H``, which a host runs as a cold process at every lifecycle event (hosts/hook.py). Every other
+one (and ``lorestore hook --help``) goes to the tree."""
 
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ def main() -> None:
         from lorestore import __version__
 
         print(f"lorestore {__version__}")
+        return
+    if args[:1] == ["hook"] and not {"--help", "-h"} & set(args):
+        from lorestore.hosts.hook import main as hook
+
+        hook(args[1:])
         return
     if args == ["mcp"]:
         from lorestore.config import completion_requested

@@ -19,6 +19,7 @@ from lorestore.cli.backend import open_backend, with_git_context
 from lorestore.cli.commands import build_command, default_action
 from lorestore.cli.db import db_app
 from lorestore.cli.eval import eval_command
+from lorestore.cli.hosts import doctor_command, hook_command, install_command, uninstall_command
 from lorestore.cli.importing import import_command
 from lorestore.cli.login import login_command, logout_command
 from lorestore.cli.migrate import migrate_command
@@ -142,6 +143,11 @@ app.command("import")(import_command)
 # The person's own credential for a server, kept out of the environment agents inherit.
 app.command("login")(login_command)
 app.command("logout")(logout_command)
+# lorestore in an agent host: its configuration, and what its lifecycle hooks run.
+app.command("install")(install_command)
+app.command("uninstall")(uninstall_command)
+app.command("hook")(hook_command)
+app.command("doctor")(doctor_command)
 
 
 @app.command("mcp")
