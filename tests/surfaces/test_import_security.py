@@ -247,3 +247,22 @@ def test_a_tombstone_id_another_tenant_holds_lands_like_any_other(
         assert cli.ok("import", str(path))["tombstones"]["unchanged"] == 1
     refused = cli("write", "global", "again", "mock the database", "--json")
     assert refused.exit_code == 1 and refused.error()["code"] == "rejected_value"
+
+
+# --- 19.12: a key with an invisible character comes in by no path ---------------------------
+
+
+def test_an_import_refuses_a_new_key_with_an_invisible_character(
+    cli: Cli, backend: str | None, tmp_path: Path
+) -> None:
+    path = _file(
+        tmp_path,
+        [lesson("pg\u200b-local", "use the local postgres"), lesson("pg-local", "the control")],
+    )
+    result = cli("import", str(path), "--json")
+    assert result.exit_code == 1, result.stderr
+    report = result.json()
+    assert report["lessons"] == {"added": 1, "unchanged": 0, "differs": 0, "refused": 1}
+    assert [(p["code"], p["line"]) for p in report["problems"]] == [("invalid_key", 2)]
+    # The control beside it landed; the look-alike did not.
+    assert [item["key"] for item in cli.ok("list", S)["lessons"]] == ["pg-local"]

@@ -23,6 +23,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.tombstones import refusing_tombstone
+from lorestore.core.validation import validate_new_key
 from lorestore.portable.importer import Applied, Item
 from lorestore.portable.models import Format
 from lorestore.portable.records import (
@@ -295,8 +296,17 @@ class ImportOperations(ServiceBase):
         results: list[Applied | None],
     ) -> list[_Admitted]:
         """Insert the lessons that fit under their owners' caps, with their versions and
-        audit events; returns those whose id or address turned out to be taken."""
-        fresh = within_cap(batch.tx, new, results, context.dry_active)
+        audit events; returns those whose id or address turned out to be taken. A new key
+        holds no invisible character, as a write's may not (``validate_new_key``)."""
+        visible = []
+        for entry in new:
+            try:
+                validate_new_key(entry.record.key)
+            except LorestoreError as error:
+                results[entry.index] = Applied("refused", error.code, error.message)
+                continue
+            visible.append(entry)
+        fresh = within_cap(batch.tx, visible, results, context.dry_active)
         pks = batch.tx.import_lessons([e.imported() for e in fresh])
         landed = [(e, pk) for e, pk in zip(fresh, pks, strict=True) if pk is not None]
         batch.added_active.update(e.owner for e, _ in landed if e.record.status == "active")
