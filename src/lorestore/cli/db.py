@@ -95,6 +95,45 @@ def init_command(
         )
 
 
+def _operator_store(
+    database_url: str | None, what: str, *, every_tenant: bool = True
+) -> tuple[Any, str | None]:
+    """The store an operator's command opens: --database-url, else LORESTORE_DATABASE_URL
+    (never a remote server); with the warning when the role bypasses row-level security,
+    which these commands need on PostgreSQL. ``every_tenant``: refuse a role that sees only
+    its own tenants (the binding decisions); ``db cap`` lets the database's grants decide."""
+    from lorestore.composition import open_database, rls_bypass
+    from lorestore.config import load_settings
+
+    if not database_url:
+        settings = load_settings(use_login=False)
+        if settings.remote:
+            raise LorestoreError(
+                "config_error",
+                f"{what} works on a database directly and LORESTORE_URL points to a server",
+                hint="run it where the database is, with --database-url or without "
+                "LORESTORE_URL (a superuser URL on PostgreSQL)",
+            )
+        database_url = settings.database_url
+    store = open_database(database_url)
+    warning = rls_bypass(store)
+    if every_tenant and warning is None and hasattr(store, "role_bypassing_rls"):
+        store.close()
+        raise LorestoreError(
+            "config_error",
+            f"{what} decides for every tenant, and this PostgreSQL role sees only its own",
+            hint="pass --database-url with a superuser of that database, e.g. "
+            "postgresql://postgres@HOST/DB",
+        )
+    return store, warning
+
+
+_DATABASE_URL_HELP = (
+    "sqlite:///PATH, or a PostgreSQL URL that may see every tenant (superuser); "
+    "default: LORESTORE_DATABASE_URL"
+)
+
+
 @db_app.command("cap")
 def cap_command(
     owner: Annotated[
@@ -125,12 +164,7 @@ def cap_command(
     ] = None,
     database_url: Annotated[
         str | None,
-        typer.Option(
-            "--database-url",
-            help="sqlite:///PATH, or a PostgreSQL URL that may see every tenant (superuser); "
-            "default: LORESTORE_DATABASE_URL",
-            metavar="URL",
-        ),
+        typer.Option("--database-url", help=_DATABASE_URL_HELP, metavar="URL"),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
@@ -142,8 +176,6 @@ def cap_command(
     and every version count against --bytes until erased. An owner without caps of its own
     follows the store's default: none on the embedded SQLite store, 10,000 lessons and 1 GiB
     on PostgreSQL; OWNER default changes it (docs/configuration.md#caps)."""
-    from lorestore.composition import open_database, rls_bypass
-    from lorestore.config import load_settings
     from lorestore.core.caps import parse_limit
 
     warning = None
@@ -156,19 +188,10 @@ def cap_command(
             if max_bytes is None
             else parse_limit(max_bytes, what="bytes", of_default=of_default)
         )
-        if not database_url:
-            settings = load_settings(use_login=False)
-            if settings.remote:
-                raise LorestoreError(
-                    "config_error",
-                    "db cap works on a database directly and LORESTORE_URL points to a server",
-                    hint="run it where the database is, with --database-url or without "
-                    "LORESTORE_URL (a superuser URL on PostgreSQL)",
-                )
-            database_url = settings.database_url
-        store = open_database(database_url)
+        # On PostgreSQL this needs a role that bypasses RLS (its warning is shown, the
+        # command goes on); with any other role the database's grants decide.
+        store, warning = _operator_store(database_url, "db cap", every_tenant=False)
         try:
-            warning = rls_bypass(store)  # this command needs such a role: said, not refused
             # A user is a principal from the first time it acts or is named: the transaction
             # that sets its cap registers it, as an actor's first write does (both backends).
             # Showing the caps is a read.
@@ -253,42 +276,6 @@ def _print_caps(owner: str, caps: OwnerCaps, warning: str | None, json_output: b
         f"{owner}: {caps.active_lessons:,} active, {active}{own}; "
         f"{format_size(caps.stored_bytes)} stored, {size}{own_bytes}"
     )
-
-
-def _operator_store(database_url: str | None, what: str) -> tuple[Any, str | None]:
-    """The store an operator's command opens: --database-url, else LORESTORE_DATABASE_URL
-    (never a remote server); with the warning when the role bypasses row-level security,
-    which these commands need on PostgreSQL."""
-    from lorestore.composition import open_database, rls_bypass
-    from lorestore.config import load_settings
-
-    if not database_url:
-        settings = load_settings(use_login=False)
-        if settings.remote:
-            raise LorestoreError(
-                "config_error",
-                f"{what} works on a database directly and LORESTORE_URL points to a server",
-                hint="run it where the database is, with --database-url or without "
-                "LORESTORE_URL (a superuser URL on PostgreSQL)",
-            )
-        database_url = settings.database_url
-    store = open_database(database_url)
-    warning = rls_bypass(store)
-    if warning is None and hasattr(store, "role_bypassing_rls"):
-        store.close()
-        raise LorestoreError(
-            "config_error",
-            f"{what} decides for every tenant, and this PostgreSQL role sees only its own",
-            hint="pass --database-url with a superuser of that database, e.g. "
-            "postgresql://postgres@HOST/DB",
-        )
-    return store, warning
-
-
-_DATABASE_URL_HELP = (
-    "sqlite:///PATH, or a PostgreSQL URL that may see every tenant (superuser); "
-    "default: LORESTORE_DATABASE_URL"
-)
 
 
 @db_app.command("approve-binding")
