@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +180,23 @@ def test_a_store_file_deleted_under_the_server_refuses_writes(home: Path, cli: C
     assert cli("read", "global", "before", "--json").error()["code"] == "not_found"
 
 
+_INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        }
+    ).encode()
+    + b"\n"
+)
+
+
 def test_ctrl_c_stops_the_stdio_server(tmp_path: Path) -> None:
     """SIGINT ends `lorestore mcp` at once (it was caught and ignored while the server waited
     for the host's next line); closing stdin, the control, ends it too."""
@@ -194,7 +210,12 @@ def test_ctrl_c_stops_the_stdio_server(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             env=env,
         )
-        time.sleep(2)  # serving, waiting for the host
+        # Serving, waiting for the host: it has answered an initialize (a fixed sleep sent the
+        # signal while a loaded machine was still importing, before Python's handler).
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(_INITIALIZE)
+        child.stdin.flush()
+        assert b'"result"' in child.stdout.readline()
         if stop == "sigint":
             child.send_signal(signal.SIGINT)
         child.communicate(timeout=20)  # closes stdin: the end of input for "eof"
