@@ -37,6 +37,7 @@ from lorestore.models import (
     OrgInviteParams,
     OrgParams,
     PolicyParams,
+    ProjectAddParams,
     RecallParams,
     RejectParams,
     ReviewQueueParams,
@@ -162,6 +163,7 @@ def seed(service: LessonService, store: Store, clock: Clock) -> dict[str, str]:
     service.token_revoke(BOB, TokenRevokeParams(id=gone))
     service.memory_policy(ALICE, PolicyParams(scope=TEAM, revision_policy="commit"))
     service.memory_policy(LOCAL, PolicyParams(scope="*", require_review=True))
+    service.project_add(LOCAL, ProjectAddParams(name="billing", repos=["local/x", "local/y"]))
     service.memory_recall(LOCAL, RecallParams(repo="local/x", branch="feature/a", task="ci"))
     with store.transaction(write=True, actor="user:bob") as tx:
         tx.set_max_active("user:bob", 500)
@@ -209,6 +211,7 @@ def service_view(store: Store, clock: Clock) -> dict[str, Any]:
             "verify": service.audit_verify(actor, NoParams()).model_dump(),
             "tokens": service.token_list(actor, NoParams()).model_dump(),
             "orgs": service.org_list(actor, NoParams()).model_dump(),
+            "projects": service.project_list(actor, NoParams()).model_dump(),
             "queue": service.memory_review_queue(actor, ReviewQueueParams()).model_dump(),
             "lists": {
                 s["scope"]: service.memory_list(actor, ListParams(scope=s["scope"])).model_dump()

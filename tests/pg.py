@@ -49,6 +49,7 @@ TENANT_TABLES = frozenset(
         "scope_bindings",
         "token_usage",
         "foreign_records",
+        "project_repos",
     }
 )
 

@@ -483,6 +483,35 @@ class OrgBindingResult(Result):
     )
 
 
+class ProjectParams(Params):
+    name: str = Field(description="the project's name: the NAME of project::NAME")
+
+
+class ProjectAddParams(ProjectParams):
+    repos: list[str] = Field(description="repositories, OWNER/NAME, that belong to the project")
+
+
+class ProjectRemoveParams(ProjectParams):
+    repos: list[str] | None = Field(
+        None, description="repositories to take out (none named: the whole project)"
+    )
+
+
+class ProjectInfo(Result):
+    name: str
+    scope: str = Field(description="project::NAME, the rung its lessons live at")
+    owner: str = Field(description="'user:<id>' or 'org:<slug>': who declared it")
+    repos: list[str] = Field(description="its repositories, OWNER/NAME, sorted")
+
+
+class ProjectChangeResult(ProjectInfo):
+    changed: list[str] = Field(description="the repositories this call added or removed")
+
+
+class ProjectListResult(Result):
+    projects: list[ProjectInfo] = Field(description="by owner, then name")
+
+
 class ChainReport(Result):
     owner: str
     events: int
@@ -514,7 +543,11 @@ class RecallParams(Params):
     )
     branch: str | None = Field(None, description="the current branch")
     revision: str | None = Field(None, description="the commit being worked on (HEAD)")
-    project: str | None = Field(None, description="a project name, for project:: lessons")
+    project: str | None = Field(
+        None,
+        description="a project name, for project:: lessons; the projects declared to hold "
+        "the repository (lorestore project add) apply too",
+    )
     cwd: str | None = Field(None, description="working directory, to hash depends_on files")
     task: str | None = Field(None, description="what the agent is about to do")
     budget: int = Field(2000, description="most tokens of lessons to return (100-20000)")
@@ -528,6 +561,11 @@ class RecallContext(Result):
     branch: str | None
     revision: str | None
     project: str | None
+    projects: list[str] = Field(
+        default_factory=list,
+        description="the project rungs that applied: the one named, then those declared to "
+        "hold the repository, by name",
+    )
     task: str | None
     budget: int
     ladder: list[str]

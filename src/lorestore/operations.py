@@ -48,6 +48,10 @@ from lorestore.models import (
     Params,
     PolicyParams,
     PolicyResult,
+    ProjectAddParams,
+    ProjectChangeResult,
+    ProjectListResult,
+    ProjectRemoveParams,
     PurgeParams,
     PurgeResult,
     ReadParams,
@@ -80,6 +84,7 @@ CLI_GROUPS = {
     "token": "Create, list and revoke bearer tokens for the HTTP surfaces.",
     "org": "Organisations: members, invites and the scopes they own.",
     "audit": "The append-only audit log: list it, or verify its hash chains.",
+    "project": "Projects: which repositories form each one (recall derives the project rung).",
 }
 ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
 # Minting and revoking credentials is for people, not for the agents MCP serves.
@@ -224,6 +229,33 @@ CATALOG: tuple[Operation, ...] = (
         PolicyResult,
         cli_args=("scope",),
         mutates=True,  # it may set the policy: POST only, and no read-only hint for MCP hosts
+    ),
+    Operation(
+        "project_add",
+        "Declare repositories part of a project: recall, search with a context and the hooks "
+        "then add the project::NAME rung to every task in them. Needs the review permission: "
+        "a person's call, never an agent's.",
+        ProjectAddParams,
+        ProjectChangeResult,
+        cli_args=("name", "repos"),
+        mutates=True,
+        permission="review",
+    ),
+    Operation(
+        "project_remove",
+        "Take repositories out of a project, or (none named) remove the project. Needs the "
+        "review permission.",
+        ProjectRemoveParams,
+        ProjectChangeResult,
+        cli_args=("name", "repos"),
+        mutates=True,
+        permission="review",
+    ),
+    Operation(
+        "project_list",
+        "The projects you and your orgs declared, with their repositories.",
+        NoParams,
+        ProjectListResult,
     ),
     Operation("memory_scopes", "Inventory of scopes with lesson counts.", NoParams, ScopesResult),
     Operation("memory_audit", "The append-only audit log, newest first.", AuditParams, AuditResult),

@@ -8,6 +8,7 @@ with a hint that is itself a valid scope wherever the intent can be recovered.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -234,11 +235,32 @@ def normalise_scope(raw: str) -> str:
     return parse_scope(raw).text
 
 
+def repository(repo: str) -> str:
+    """The canonical ``owner/name`` of a repository a caller names (not a scope); refused with
+    ``invalid_argument`` when no repo:: scope could hold it."""
+    try:
+        owner, name = _parse_repo(repo, "repo", repo.strip().lower())
+    except LorestoreError as exc:  # the caller named a repository, not a scope
+        raise LorestoreError(
+            "invalid_argument",
+            f"repo {repo!r}: a repository is OWNER/NAME, e.g. acme/app",
+            hint="pass the repository as OWNER/NAME (not a scope); in a git checkout the "
+            "CLI reads it from the origin remote",
+            details={"repo": repo},
+        ) from exc
+    return f"{owner}/{name}"
+
+
 def ladder(
-    *, repo: str | None = None, branch: str | None = None, project: str | None = None
+    *,
+    repo: str | None = None,
+    branch: str | None = None,
+    project: str | None = None,
+    projects: Sequence[str] = (),
 ) -> tuple[Scope, ...]:
-    """The narrow-to-broad ladder of a context: branch -> repo -> project -> global. A branch
-    names a scope only with its repository; alone it is refused, not passed over."""
+    """The narrow-to-broad ladder of a context: branch -> repo -> project(s) -> global. A
+    branch names a scope only with its repository; alone it is refused, not passed over.
+    Several projects are rungs in the order given (``project`` first), each once."""
     if branch and not repo:
         raise LorestoreError(
             "invalid_argument",
@@ -248,20 +270,12 @@ def ladder(
         )
     rungs: list[Scope] = []
     if repo:
-        try:
-            owner, name = _parse_repo(repo, "repo", repo.strip().lower())
-        except LorestoreError as exc:  # the caller named a repository, not a scope
-            raise LorestoreError(
-                "invalid_argument",
-                f"repo {repo!r}: a repository is OWNER/NAME, e.g. acme/app",
-                hint="pass the repository as OWNER/NAME (not a scope); in a git checkout the "
-                "CLI reads it from the origin remote",
-                details={"repo": repo},
-            ) from exc
+        owner, name = repository(repo).split("/", 1)
         if branch:
             rungs.append(parse_scope(f"branch::{owner}/{name}::{branch}"))
         rungs.append(Scope("repo", owner=owner, name=name))
-    if project:
-        rungs.append(parse_scope(f"project::{project}"))
+    names = [project] if project else []
+    for scope in dict.fromkeys(parse_scope(f"project::{n}") for n in [*names, *projects]):
+        rungs.append(scope)
     rungs.append(GLOBAL)
     return tuple(rungs)

@@ -12,6 +12,7 @@ from lorestore.service.invites import InviteOperations
 from lorestore.service.lifecycle import LifecycleOperations
 from lorestore.service.orgs import OrgOperations
 from lorestore.service.portable import PortableOperations
+from lorestore.service.projects import ProjectOperations
 from lorestore.service.reads import ReadOperations
 from lorestore.service.recall import RecallOperations
 from lorestore.service.review import ReviewOperations
@@ -28,6 +29,7 @@ class LessonService(
     OrgOperations,
     InviteOperations,
     RecallOperations,
+    ProjectOperations,
     PortableOperations,
 ):
     """Every lesson operation over one Store."""

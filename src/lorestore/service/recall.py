@@ -27,7 +27,8 @@ from lorestore.models import (
     RecallParams,
     RecallResult,
 )
-from lorestore.service.base import ServiceBase, bounded
+from lorestore.service.base import bounded
+from lorestore.service.projects import ProjectOperations
 from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
 
 CANDIDATES_PER_RUNG = 25
@@ -67,16 +68,17 @@ def _logged(d: Decision) -> dict[str, Any]:
     }
 
 
-class RecallOperations(ServiceBase):
+class RecallOperations(ProjectOperations):
+    """Recall derives its project rungs from the repository (ProjectOperations)."""
+
     def memory_recall(self, actor: Actor, p: RecallParams) -> RecallResult:
         self._require(actor, "read")
         budget = bounded("budget", p.budget, 100, 20_000)
-        rungs = [s.text for s in ladder(repo=p.repo, branch=p.branch, project=p.project)]
-        if actor.scopes is not None:
-            rungs = [r for r in rungs if scope_allowed(actor.scopes, parse_scope(r))]
+        ladder(repo=p.repo, branch=p.branch, project=p.project)  # a bad context: refused first
         terms = _task_terms(p.task)
         now = self._now()
         with self.store.transaction(write=False, actor=actor.principal) as tx:
+            projects, rungs = self._ladder(tx, actor, p)
             candidates, records, not_considered = self._candidates(tx, actor, rungs, terms)
         blobs = self._blobs(candidates, p)
         selection = select(
@@ -89,6 +91,7 @@ class RecallOperations(ServiceBase):
             branch=p.branch,
             revision=p.revision,
             project=p.project,
+            projects=projects,
             task=p.task,
             budget=budget,
             ladder=rungs,
@@ -131,6 +134,19 @@ class RecallOperations(ServiceBase):
                 repository_known=context.repo is not None,
             ),
         )
+
+    def _ladder(
+        self, tx: Transaction, actor: Actor, p: RecallParams
+    ) -> tuple[list[str], list[str]]:
+        """The project rungs of a context (the one named, then those declared to hold its
+        repository, by name) and its ladder, narrowed to the scopes a confined token covers."""
+        derived = self._projects_for(tx, actor, p.repo)
+        scopes = ladder(repo=p.repo, branch=p.branch, project=p.project, projects=derived)
+        rungs = [s.text for s in scopes]
+        if actor.scopes is not None:
+            rungs = [r for r in rungs if scope_allowed(actor.scopes, parse_scope(r))]
+        projects = [r.removeprefix("project::") for r in rungs if r.startswith("project::")]
+        return projects, rungs
 
     def _candidates(
         self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None

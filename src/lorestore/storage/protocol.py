@@ -323,6 +323,23 @@ class Transaction(Protocol):
 
     def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None: ...
 
+    def add_project_repos(
+        self, owner: str, project: str, repos: Sequence[str], *, by: str, at: str
+    ) -> list[str]:
+        """Declare ``repos`` part of the owner's ``project``; the ones not already in it."""
+
+    def remove_project_repos(
+        self, owner: str, project: str, repos: Sequence[str] | None
+    ) -> list[str]:
+        """Take ``repos`` (every one when None) out of the owner's ``project``; the ones that
+        were in it."""
+
+    def project_repos(self, owners: Sequence[str]) -> list[ProjectRepo]:
+        """The project declarations of these owners, by owner, project and repository."""
+
+    def projects_of_repo(self, owners: Sequence[str], repo: str) -> list[ProjectRepo]:
+        """The declarations of these owners naming ``repo``, by project name and owner."""
+
     # Bulk export and import (lorestore export / import): keyset pages ordered by stable
     # ids, and inserts that keep what the store already holds (ON CONFLICT DO NOTHING).
 
@@ -508,6 +525,17 @@ class PolicyRow:
     scope: str
     revision_policy: str
     require_review: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRepo:
+    """One repository of one owner's project, as declared (``lorestore project add``)."""
+
+    owner: str
+    project: str
+    repo: str
+    added_at: str
+    added_by: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,7 @@ TABLES = (
     # counts as stored bytes), through the store's primitive (an upsert of the caps only).
     Table("owner_stats", ("owner",), by_primitive=True),
     Table("scope_policies", ("owner", "scope")),
+    Table("project_repos", ("owner", "project", "repo")),
     Table("tombstones", ("id",)),
     Table("lessons", ("id",)),
     Table("lesson_versions", ("lesson_id", "version")),

@@ -559,3 +559,31 @@ ORDER BY owner COLLATE "C", digest COLLATE "C" LIMIT %(limit)s;
 -- Owners with something due for the maintenance sweeps (definer function: owner ids only).
 SELECT * FROM lorestore_due_owners(%(now)s::timestamptz, %(archived_cutoff)s::timestamptz,
     %(recall_cutoff)s::timestamptz) AS owner;
+
+-- name: add_project_repo
+-- Declare a repository part of an owner's project; nothing when it already is.
+INSERT INTO project_repos (owner, project, repo, added_at, added_by)
+VALUES (%(owner)s, %(project)s, %(repo)s, %(at)s::timestamptz, %(by)s)
+ON CONFLICT DO NOTHING;
+
+-- name: remove_project_repo
+-- Take one repository out of an owner's project.
+DELETE FROM project_repos
+WHERE owner = %(owner)s AND project = %(project)s AND repo = %(repo)s;
+
+-- name: remove_project
+-- Take every repository out of an owner's project (the project is gone); the ones removed.
+DELETE FROM project_repos WHERE owner = %(owner)s AND project = %(project)s RETURNING repo;
+
+-- name: project_repos
+-- The project declarations of the given owners, by owner, project and repository (bytewise,
+-- as on SQLite).
+SELECT * FROM project_repos
+WHERE owner = ANY (%(owners)s)
+ORDER BY owner COLLATE "C", project COLLATE "C", repo COLLATE "C";
+
+-- name: projects_of_repo
+-- The given owners' projects that hold a repository (recall's project rungs), by name.
+SELECT * FROM project_repos
+WHERE repo = %(repo)s AND owner = ANY (%(owners)s)
+ORDER BY project COLLATE "C", owner COLLATE "C";

@@ -12,6 +12,7 @@ SELECT (SELECT count(*) FROM principals) AS principals,
        (SELECT count(*) FROM scope_bindings) AS scope_bindings,
        (SELECT count(*) FROM tokens) AS tokens,
        (SELECT count(*) FROM scope_policies) AS scope_policies,
+       (SELECT count(*) FROM project_repos) AS project_repos,
        (SELECT count(*) FROM owner_stats) AS owner_stats,
        (SELECT count(*) FROM tombstones) AS tombstones,
        (SELECT count(*) FROM lessons) AS lessons,
@@ -102,6 +103,16 @@ INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updat
     updated_by, ext)
 VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s,
     %(updated_at)s::timestamptz, %(updated_by)s, %(ext)s::jsonb);
+
+-- name: select_project_repos
+-- The repositories of each owner's projects.
+SELECT owner, project, repo, added_at, added_by FROM project_repos
+ORDER BY owner COLLATE "C", project COLLATE "C", repo COLLATE "C";
+
+-- name: insert_project_repos
+-- Add a repository to an owner's project.
+INSERT INTO project_repos (owner, project, repo, added_at, added_by)
+VALUES (%(owner)s, %(project)s, %(repo)s, %(added_at)s::timestamptz, %(added_by)s);
 
 -- name: select_owner_stats
 -- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,

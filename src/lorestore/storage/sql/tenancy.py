@@ -16,6 +16,7 @@ from lorestore.storage.protocol import (
     Membership,
     OwnerCaps,
     PolicyRow,
+    ProjectRepo,
     TokenRecord,
 )
 from lorestore.storage.rows import (
@@ -190,3 +191,33 @@ class TenancyPrimitives(SQLBase):
 
     def set_policy(self, owner: str, policy: PolicyRow, *, by: str, at: str) -> None:
         self._exec("set_policy", policy_params(owner, policy, by=by, at=at))
+
+    # Projects: which repositories form each owner's projects.
+
+    def add_project_repos(
+        self, owner: str, project: str, repos: Sequence[str], *, by: str, at: str
+    ) -> list[str]:
+        params = {"owner": owner, "project": project, "at": at, "by": by}
+        return [r for r in repos if self._count("add_project_repo", params | {"repo": r})]
+
+    def remove_project_repos(
+        self, owner: str, project: str, repos: Sequence[str] | None
+    ) -> list[str]:
+        params = {"owner": owner, "project": project}
+        if repos is None:
+            return [r["repo"] for r in self._all("remove_project", params)]
+        return [r for r in repos if self._count("remove_project_repo", params | {"repo": r})]
+
+    def project_repos(self, owners: Sequence[str]) -> list[ProjectRepo]:
+        rows = self._all("project_repos", {"owners": self._array(owners)})
+        return [_project_repo(r) for r in rows]
+
+    def projects_of_repo(self, owners: Sequence[str], repo: str) -> list[ProjectRepo]:
+        rows = self._all("projects_of_repo", {"owners": self._array(owners), "repo": repo})
+        return [_project_repo(r) for r in rows]
+
+
+def _project_repo(row: Any) -> ProjectRepo:
+    return ProjectRepo(
+        row["owner"], row["project"], row["repo"], str(ts_text(row["added_at"])), row["added_by"]
+    )

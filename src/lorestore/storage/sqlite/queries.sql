@@ -670,3 +670,28 @@ UNION
 SELECT owner FROM lessons WHERE status = 'archived' AND archived_at < :archived_cutoff
 UNION
 SELECT owner FROM recall_log WHERE at < :recall_cutoff;
+
+-- name: add_project_repo
+-- Declare a repository part of an owner's project; nothing when it already is.
+INSERT OR IGNORE INTO project_repos (owner, project, repo, added_at, added_by)
+VALUES (:owner, :project, :repo, :at, :by);
+
+-- name: remove_project_repo
+-- Take one repository out of an owner's project.
+DELETE FROM project_repos WHERE owner = :owner AND project = :project AND repo = :repo;
+
+-- name: remove_project
+-- Take every repository out of an owner's project (the project is gone); the ones removed.
+DELETE FROM project_repos WHERE owner = :owner AND project = :project RETURNING repo;
+
+-- name: project_repos
+-- The project declarations of the given owners, by owner, project and repository.
+SELECT * FROM project_repos
+WHERE owner IN (SELECT value FROM json_each(:owners))
+ORDER BY owner, project, repo;
+
+-- name: projects_of_repo
+-- The given owners' projects that hold a repository (recall's project rungs), by name.
+SELECT * FROM project_repos
+WHERE repo = :repo AND owner IN (SELECT value FROM json_each(:owners))
+ORDER BY project, owner;

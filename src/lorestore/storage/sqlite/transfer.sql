@@ -11,6 +11,7 @@ SELECT (SELECT count(*) FROM principals) AS principals,
        (SELECT count(*) FROM scope_bindings) AS scope_bindings,
        (SELECT count(*) FROM tokens) AS tokens,
        (SELECT count(*) FROM scope_policies) AS scope_policies,
+       (SELECT count(*) FROM project_repos) AS project_repos,
        (SELECT count(*) FROM owner_stats) AS owner_stats,
        (SELECT count(*) FROM tombstones) AS tombstones,
        (SELECT count(*) FROM lessons) AS lessons,
@@ -95,6 +96,16 @@ FROM scope_policies ORDER BY owner, scope;
 INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at,
     updated_by, ext)
 VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated_by, :ext);
+
+-- name: select_project_repos
+-- The repositories of each owner's projects.
+SELECT owner, project, repo, added_at, added_by FROM project_repos
+ORDER BY owner, project, repo;
+
+-- name: insert_project_repos
+-- Add a repository to an owner's project.
+INSERT INTO project_repos (owner, project, repo, added_at, added_by)
+VALUES (:owner, :project, :repo, :added_at, :added_by);
 
 -- name: select_owner_stats
 -- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,
