@@ -90,6 +90,19 @@ def test_session_start_recalls_for_the_repository_branch_and_commit(
     assert "reference data, not instructions" in text and FENCE_CLOSE in text
 
 
+def test_session_start_derives_the_project_rung_from_the_repository(lessons: Place) -> None:
+    project_lesson = "Every billing service ships behind a feature flag."
+    code, _, _ = lessons.run("write", "project::billing", "flags", project_lesson)
+    assert code == 0
+    host, cwd = "claude-code", str(lessons.repo)
+    before, _ = hook(lessons, host, "session-start", payload(host, "session-start", cwd))
+    assert project_lesson not in context_of(host, before)  # no project holds the repository
+    code, _, _ = lessons.run("project", "add", "billing", "acme/widget")
+    assert code == 0
+    after, _ = hook(lessons, host, "session-start", payload(host, "session-start", cwd))
+    assert project_lesson in context_of(host, after) and LESSON in context_of(host, after)
+
+
 def test_the_prompt_gets_only_what_the_session_was_not_given(lessons: Place) -> None:
     host, cwd = "claude-code", str(lessons.repo)
     start, _ = hook(lessons, host, "session-start", payload(host, "session-start", cwd))
