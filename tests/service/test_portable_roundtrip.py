@@ -26,6 +26,7 @@ from lorestore.models import (
     ChangeParams,
     DisputeParams,
     PolicyParams,
+    ProjectAddParams,
     RejectParams,
     VerifyParams,
     WriteParams,
@@ -144,7 +145,15 @@ def foreign_records(draw: st.DrawFn) -> list[dict[str, Any]]:
         **draw(extra),
     }
     unknown = {"type": "x_" + draw(text), "scope": draw(st.sampled_from(SCOPES)), **draw(extra)}
-    return [record, tombstone, policy, unknown]
+    project = {
+        "type": "project",
+        "scope": "project::billing",
+        "repo": "other/api",
+        "added_at": "2025-10-02",
+        "added_by": "user:x",
+        **draw(extra),
+    }
+    return [record, tombstone, policy, unknown, project]
 
 
 def build(service: LessonService, clock: Clock, plan: list[Plan]) -> None:
@@ -172,6 +181,7 @@ def build(service: LessonService, clock: Clock, plan: list[Plan]) -> None:
         clock.advance(seconds=1)
     service.memory_policy(LOCAL, PolicyParams(scope="repo::acme/app", revision_policy="commit"))
     service.memory_policy(LOCAL, PolicyParams(scope="*", require_review=True))
+    service.project_add(LOCAL, ProjectAddParams(name="billing", repos=["acme/app", "acme/api"]))
     clock.advance(days=2)  # the lessons written with a one-day TTL are expired now
 
 
@@ -232,7 +242,7 @@ def _unknown_fields_came_back(extras: list[dict[str, Any]], exported: list[bytes
         }
     unknown = next(r for r in records if r["type"] == extras[3]["type"])
     assert unknown == extras[3]
-    for kind in ("tombstone", "scope_policy"):
+    for kind in ("tombstone", "scope_policy", "project"):
         theirs = next(r for r in extras if r["type"] == kind)
         # A tombstone is matched by its id: the plan may tombstone another value in the same
         # scope, and export orders records by id, so matching by scope picked either one.
@@ -240,7 +250,11 @@ def _unknown_fields_came_back(extras: list[dict[str, Any]], exported: list[bytes
             r
             for r in records
             if r["type"] == kind
-            and (r["id"] == theirs["id"] if "id" in theirs else r["scope"] == theirs["scope"])
+            and (
+                r["id"] == theirs["id"]
+                if "id" in theirs
+                else r["scope"] == theirs["scope"] and r.get("repo") == theirs.get("repo")
+            )
         )
         assert {k: v for k, v in mine.items() if k.startswith("x_")} == {
             k: v for k, v in theirs.items() if k.startswith("x_")

@@ -6,8 +6,12 @@ its control."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from tests.conftest import table_rows
+from tests.portable import export_lines, import_lines, line
 
 from lorestore.auth.actor import local_actor, local_agent
 from lorestore.core.errors import LorestoreError
@@ -22,6 +26,7 @@ from lorestore.models import (
     RecallParams,
     WriteParams,
 )
+from lorestore.portable.lorekit_writer import TreeWriter
 from lorestore.service import LessonService
 
 ALICE = local_actor(principal="user:alice", session="a")
@@ -192,3 +197,27 @@ def test_an_orgs_project_is_its_members_only(service: LessonService) -> None:
     assert outsider.context.projects == [] and offered(outsider) == []
     # An outsider cannot declare at the org's project scope either.
     assert code_of(lambda: add(service, MALLORY, "payments", "mallory/app")) == "forbidden"
+
+
+def test_projects_travel_in_the_export_and_only_a_reviewer_imports_them(
+    service: LessonService, tmp_path: Path
+) -> None:
+    add(service, ALICE, "billing", "acme/app", "acme/api")
+    records = [json.loads(raw) for raw in export_lines(service, ALICE)[1:]]
+    projects = [r for r in records if r["type"] == "project"]
+    assert [(p["scope"], p["repo"]) for p in projects] == [
+        ("project::billing", "acme/api"),
+        ("project::billing", "acme/app"),
+    ]
+    lines = [line(p) for p in projects]
+    agent = local_agent(principal="user:bob", session="s")
+    refused = import_lines(service, lines, agent)
+    assert refused.projects.refused == 2 and {p.code for p in refused.problems} == {"forbidden"}
+    assert service.project_list(BOB, NoParams()).projects == []
+    landed = import_lines(service, lines, BOB)  # the control: the person imports them
+    assert landed.projects.added == 2
+    assert recall(service, BOB, repo="acme/app").context.projects == ["billing"]
+    assert import_lines(service, lines, BOB).projects.unchanged == 2
+    # A LoreKit tree has no place for them: its writer counts them as not kept.
+    report = TreeWriter(tmp_path).write_all(records)
+    assert report.not_kept["projects"] == 2

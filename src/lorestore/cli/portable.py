@@ -217,6 +217,7 @@ _PREFIXES = {
     b'{"type":"lesson"': "lesson",
     b'{"type":"tombstone"': "tombstone",
     b'{"type":"scope_policy"': "scope_policy",
+    b'{"type":"project",': "project",
 }
 
 
@@ -233,9 +234,8 @@ def _counted_summary(counts: dict[str, int]) -> ExportSummary:
         lessons=counts.get("lesson", 0),
         tombstones=counts.get("tombstone", 0),
         scope_policies=counts.get("scope_policy", 0),
-        unknown=sum(
-            v for k, v in counts.items() if k not in ("lesson", "tombstone", "scope_policy")
-        ),
+        projects=counts.get("project", 0),
+        unknown=sum(v for k, v in counts.items() if k not in _PREFIXES.values()),
         withheld={},
     )
 

@@ -114,6 +114,7 @@ class Export:
             lessons=self.counts["lesson"],
             tombstones=self.counts["tombstone"],
             scope_policies=self.counts["scope_policy"],
+            projects=self.counts["project"],
             unknown=self.counts["unknown"],
             withheld=dict(sorted(self.withheld.items())),
         )

@@ -31,12 +31,13 @@ from lorestore.portable.records import (
     parse_foreign,
     parse_lesson,
     parse_policy,
+    parse_project,
     parse_tombstone,
 )
-from lorestore.storage.protocol import PolicyRecord, Tombstone
+from lorestore.storage.protocol import PolicyRecord, ProjectRepo, Tombstone
 
 BATCH = 2000  # records per transaction: fewer commits and full-text index merges
-Kind = Literal["lesson", "tombstone", "scope_policy", "unknown"]
+Kind = Literal["lesson", "tombstone", "scope_policy", "project", "unknown"]
 
 
 class _HeapFreeze:
@@ -78,7 +79,7 @@ class Item:
 
     incoming: Incoming
     kind: Kind
-    value: ParsedLesson | Tombstone | PolicyRecord | ParsedForeign
+    value: ParsedLesson | Tombstone | PolicyRecord | ProjectRepo | ParsedForeign
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,7 @@ class ImportRun:
         self._invalid = 0
         self._seen_record = False
         self._outcomes: dict[Kind, Counter[str]] = {
-            k: Counter() for k in ("lesson", "tombstone", "scope_policy", "unknown")
+            k: Counter() for k in ("lesson", "tombstone", "scope_policy", "project", "unknown")
         }
         self._unknown_types: Counter[str] = Counter()
         self._problems: list[Problem] = []
@@ -234,6 +235,8 @@ class ImportRun:
             return Item(incoming, "tombstone", parse_tombstone(record))
         if kind == "scope_policy":
             return Item(incoming, "scope_policy", parse_policy(record))
+        if kind == "project":
+            return Item(incoming, "project", parse_project(record))
         assert kind not in KNOWN_TYPES
         return Item(incoming, "unknown", parse_foreign(record))
 
@@ -330,6 +333,7 @@ class ImportRun:
             lessons=outcomes("lesson"),
             tombstones=outcomes("tombstone"),
             scope_policies=outcomes("scope_policy"),
+            projects=outcomes("project"),
             unknown=outcomes("unknown"),
             unknown_types=dict(sorted(self._unknown_types.items())),
             problems=sorted(self._problems, key=lambda p: (p.line or 0, p.path or "")),
@@ -358,6 +362,8 @@ def _problem_of(item: Item, code: str, message: str) -> Problem:
         where |= {"type": "tombstone", "id": value.id, "scope": value.scope}
     elif isinstance(value, PolicyRecord):
         where |= {"type": "scope_policy", "scope": value.policy.scope}
+    elif isinstance(value, ProjectRepo):
+        where |= {"type": "project", "scope": f"project::{value.project}"}
     else:
         where |= {"type": value.type, "scope": value.scope}
     return Problem(code=code, message=message, **where)

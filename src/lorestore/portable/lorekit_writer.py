@@ -100,7 +100,11 @@ class TreeWriter:
     def write(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
         if kind != "lesson":
-            what = {"tombstone": "tombstones", "scope_policy": "scope_policies"}
+            what = {
+                "tombstone": "tombstones",
+                "scope_policy": "scope_policies",
+                "project": "projects",
+            }
             self.report.not_kept[what.get(str(kind), "unknown_records")] += 1
             return
         trust = record.get("trust", "candidate")

@@ -78,6 +78,7 @@ class ImportResult(Result):
     lessons: Outcomes
     tombstones: Outcomes
     scope_policies: Outcomes
+    projects: Outcomes = Field(description="repositories of projects (one record each)")
     unknown: Outcomes = Field(description="records of a type this lorestore does not know")
     unknown_types: dict[str, int] = Field(description="kept records per unknown type")
     problems: list[Problem] = Field(description=f"the first {LISTED} problems")
@@ -91,6 +92,7 @@ class ExportSummary(Result):
     lessons: int
     tombstones: int
     scope_policies: int
+    projects: int = Field(description="repositories of projects (one record each)")
     unknown: int
     withheld: dict[str, int] = Field(
         description="records not written, by reason (e.g. rejected lessons for a reader "

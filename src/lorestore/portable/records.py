@@ -1,5 +1,5 @@
 """The records of the interchange format and the domain records they carry: a lesson (with its
-versions), a tombstone, a scope policy, and a record of a type this lorestore does not know.
+versions), a tombstone, a scope policy, a project's repository, and a record of a type this lorestore does not know.
 
 ``*_line`` turns a stored record into the object written on one line; ``parse_*`` validates
 an object read from a line (every domain rule a write would check) into what the importer
@@ -24,7 +24,7 @@ from lorestore.core.jsontext import dumps
 from lorestore.core.normalise import value_digest, value_digests
 from lorestore.core.owner import Owner
 from lorestore.core.records import Lesson, LessonVersion, normalise_ts
-from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.scope import Scope, parse_scope, repository
 from lorestore.core.validation import (
     validate_address,
     validate_key,
@@ -32,10 +32,24 @@ from lorestore.core.validation import (
     validate_value,
 )
 from lorestore.portable.jsonl import PlainRecord
-from lorestore.portable.shapes import LESSON, POLICY, TOMBSTONE, canonical, merge, split
-from lorestore.storage.protocol import ForeignRecord, PolicyRecord, PolicyRow, Tombstone
+from lorestore.portable.shapes import (
+    LESSON,
+    POLICY,
+    PROJECT,
+    TOMBSTONE,
+    canonical,
+    merge,
+    split,
+)
+from lorestore.storage.protocol import (
+    ForeignRecord,
+    PolicyRecord,
+    PolicyRow,
+    ProjectRepo,
+    Tombstone,
+)
 
-KNOWN_TYPES = ("lesson", "tombstone", "scope_policy")
+KNOWN_TYPES = ("lesson", "tombstone", "scope_policy", "project")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -122,6 +136,19 @@ def policy_line(record: PolicyRecord) -> dict[str, Any]:
         "updated_by": record.updated_by,
     }
     return merge(known, record.ext, POLICY)
+
+
+def project_line(record: ProjectRepo) -> dict[str, Any]:
+    """One repository of one project (a project of three repositories is three lines)."""
+    known = {
+        "type": "project",
+        "owner": Owner.parse(record.owner).record(),
+        "scope": f"project::{record.project}",
+        "repo": record.repo,
+        "added_at": record.added_at,
+        "added_by": record.added_by,
+    }
+    return merge(known, record.ext, PROJECT)
 
 
 def foreign_line(record: ForeignRecord) -> dict[str, Any]:
@@ -350,6 +377,25 @@ def parse_policy(record: Mapping[str, Any]) -> PolicyRecord:
         policy=PolicyRow(scope_text, str(revision), known["require_review"]),
         updated_at=known["updated_at"],
         updated_by=_text(known, "updated_by") or "",
+        ext=ext,
+    )
+
+
+def parse_project(record: Mapping[str, Any]) -> ProjectRepo:
+    known, ext = split(record, PROJECT)
+    scope = _scope(known.get("scope"))
+    if scope.kind != "project" or scope.project is None:
+        raise RecordError("a project record's scope is project::NAME")
+    repo = known.get("repo")
+    if not isinstance(repo, str):
+        raise RecordError("repo must be OWNER/NAME")
+    _time(known, "added_at", required=True)
+    return ProjectRepo(
+        owner=_owner_key(known.get("owner")),
+        project=scope.project,
+        repo=repository(repo),
+        added_at=known["added_at"],
+        added_by=_text(known, "added_by") or "",
         ext=ext,
     )
 

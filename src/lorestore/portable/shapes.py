@@ -100,6 +100,7 @@ TOMBSTONE = Shape(
 POLICY = Shape(
     ("type", "owner", "scope", "revision_policy", "require_review", "updated_at", "updated_by")
 )
+PROJECT = Shape(("type", "owner", "scope", "repo", "added_at", "added_by"))
 HEADER = Shape(("format", "version", "exported_at", "source"))
 
 

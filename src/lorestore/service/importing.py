@@ -30,6 +30,7 @@ from lorestore.portable.records import (
     ParsedForeign,
     ParsedLesson,
     policy_line,
+    project_line,
     scope_of,
     tombstone_line,
 )
@@ -48,6 +49,7 @@ from lorestore.storage.protocol import (
     ForeignRecord,
     ImportedLesson,
     PolicyRecord,
+    ProjectRepo,
     StoredLesson,
     Tombstone,
     Transaction,
@@ -206,6 +208,8 @@ class ImportOperations(ServiceBase):
             return self._import_tombstone(batch, context, item, value)
         if isinstance(value, PolicyRecord):
             return self._import_policy(batch, context, item, value)
+        if isinstance(value, ProjectRepo):
+            return self._import_project(batch, context, item, value)
         assert isinstance(value, ParsedForeign)
         return self._import_foreign(batch, context, item, value)
 
@@ -556,6 +560,28 @@ class ImportOperations(ServiceBase):
                     "require_review": policy.require_review,
                 },
             )
+        )
+        return Applied("added")
+
+    def _import_project(
+        self, batch: _Batch, context: ImportContext, item: Item, record: ProjectRepo
+    ) -> Applied:
+        """A repository of a project, declared as project_add declares it: a reviewer's act,
+        owned by whom the project's scope routes to."""
+        scope = f"project::{record.project}"
+        self._authorise(context.actor, "review", scope)
+        record = dataclasses.replace(record, owner=batch.owner(scope))
+        if not batch.tx.import_project_repo(record):
+            held = next(
+                r
+                for r in batch.tx.project_repos([record.owner])
+                if (r.project, r.repo) == (record.project, record.repo)
+            )
+            same = project_line(held) == project_line(record)
+            return Applied("unchanged") if same else _differs("project")
+        detail = {"project": record.project, "repos": [record.repo]}
+        batch.audit(
+            self._event(batch, context, item, record.owner, "import.project", detail=detail)
         )
         return Applied("added")
 

@@ -18,7 +18,13 @@ from lorestore.portable.exporter import Export, ExportFilter
 from lorestore.portable.importer import ImportRun
 from lorestore.portable.jsonl import Incoming, header
 from lorestore.portable.models import ExportParams, ImportParams, ImportResult, Problem
-from lorestore.portable.records import foreign_line, lesson_line, policy_line, tombstone_line
+from lorestore.portable.records import (
+    foreign_line,
+    lesson_line,
+    policy_line,
+    project_line,
+    tombstone_line,
+)
 from lorestore.service.importing import ImportContext, ImportOperations
 
 PAGE = 500
@@ -63,6 +69,7 @@ class PortableOperations(ImportOperations):
         # Tombstones before lessons: an importer that reads in order refuses a rejected value
         # before it meets a lesson carrying it.
         yield self._policies(actor, owners, selection, export)
+        yield self._projects(actor, owners, selection, export)
         yield from self._tombstone_pages(actor, owners, selection, export)
         yield from self._lesson_pages(actor, owners, selection, history, export)
         if not selection.narrowed:
@@ -79,6 +86,19 @@ class PortableOperations(ImportOperations):
             if selection.scope_ok(r.policy.scope) and selection.time_ok(r.updated_at)
         ]
         export.counts["scope_policy"] += len(page)
+        return page
+
+    def _projects(
+        self, actor: Actor, owners: list[str], selection: ExportFilter, export: Export
+    ) -> list[dict[str, Any]]:
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            rows = tx.project_repos(owners)
+        page = [
+            project_line(r)
+            for r in rows
+            if selection.scope_ok(f"project::{r.project}") and selection.time_ok(r.added_at)
+        ]
+        export.counts["project"] += len(page)
         return page
 
     def _tombstone_pages(

@@ -334,6 +334,9 @@ class Transaction(Protocol):
         """Take ``repos`` (every one when None) out of the owner's ``project``; the ones that
         were in it."""
 
+    def import_project_repo(self, record: ProjectRepo) -> bool:
+        """Insert an imported declaration; False when the owner's project holds it already."""
+
     def project_repos(self, owners: Sequence[str]) -> list[ProjectRepo]:
         """The project declarations of these owners, by owner, project and repository."""
 
@@ -536,6 +539,7 @@ class ProjectRepo:
     repo: str
     added_at: str
     added_by: str
+    ext: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -561,9 +561,9 @@ SELECT * FROM lorestore_due_owners(%(now)s::timestamptz, %(archived_cutoff)s::ti
     %(recall_cutoff)s::timestamptz) AS owner;
 
 -- name: add_project_repo
--- Declare a repository part of an owner's project; nothing when it already is.
-INSERT INTO project_repos (owner, project, repo, added_at, added_by)
-VALUES (%(owner)s, %(project)s, %(repo)s, %(at)s::timestamptz, %(by)s)
+-- Declare (or import) a repository part of an owner's project; nothing when it already is.
+INSERT INTO project_repos (owner, project, repo, added_at, added_by, ext)
+VALUES (%(owner)s, %(project)s, %(repo)s, %(at)s::timestamptz, %(by)s, %(ext)s::jsonb)
 ON CONFLICT DO NOTHING;
 
 -- name: remove_project_repo

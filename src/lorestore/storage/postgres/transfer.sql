@@ -106,13 +106,14 @@ VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s,
 
 -- name: select_project_repos
 -- The repositories of each owner's projects.
-SELECT owner, project, repo, added_at, added_by FROM project_repos
+SELECT owner, project, repo, added_at, added_by, ext FROM project_repos
 ORDER BY owner COLLATE "C", project COLLATE "C", repo COLLATE "C";
 
 -- name: insert_project_repos
 -- Add a repository to an owner's project.
-INSERT INTO project_repos (owner, project, repo, added_at, added_by)
-VALUES (%(owner)s, %(project)s, %(repo)s, %(added_at)s::timestamptz, %(added_by)s);
+INSERT INTO project_repos (owner, project, repo, added_at, added_by, ext)
+VALUES (%(owner)s, %(project)s, %(repo)s, %(added_at)s::timestamptz, %(added_by)s,
+    %(ext)s::jsonb);
 
 -- name: select_owner_stats
 -- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,

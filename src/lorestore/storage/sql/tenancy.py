@@ -25,6 +25,7 @@ from lorestore.storage.rows import (
     audit_row,
     invite_from_row,
     invite_params,
+    json_value,
     membership_from_row,
     policy_params,
     token_from_row,
@@ -197,8 +198,19 @@ class TenancyPrimitives(SQLBase):
     def add_project_repos(
         self, owner: str, project: str, repos: Sequence[str], *, by: str, at: str
     ) -> list[str]:
-        params = {"owner": owner, "project": project, "at": at, "by": by}
+        params = {"owner": owner, "project": project, "at": at, "by": by, "ext": "{}"}
         return [r for r in repos if self._count("add_project_repo", params | {"repo": r})]
+
+    def import_project_repo(self, record: ProjectRepo) -> bool:
+        params = {
+            "owner": record.owner,
+            "project": record.project,
+            "repo": record.repo,
+            "at": record.added_at,
+            "by": record.added_by,
+            "ext": dumps(record.ext),
+        }
+        return self._count("add_project_repo", params) == 1
 
     def remove_project_repos(
         self, owner: str, project: str, repos: Sequence[str] | None
@@ -219,5 +231,10 @@ class TenancyPrimitives(SQLBase):
 
 def _project_repo(row: Any) -> ProjectRepo:
     return ProjectRepo(
-        row["owner"], row["project"], row["repo"], str(ts_text(row["added_at"])), row["added_by"]
+        row["owner"],
+        row["project"],
+        row["repo"],
+        str(ts_text(row["added_at"])),
+        row["added_by"],
+        json_value(row["ext"]),
     )

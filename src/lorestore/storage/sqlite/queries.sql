@@ -672,9 +672,9 @@ UNION
 SELECT owner FROM recall_log WHERE at < :recall_cutoff;
 
 -- name: add_project_repo
--- Declare a repository part of an owner's project; nothing when it already is.
-INSERT OR IGNORE INTO project_repos (owner, project, repo, added_at, added_by)
-VALUES (:owner, :project, :repo, :at, :by);
+-- Declare (or import) a repository part of an owner's project; nothing when it already is.
+INSERT OR IGNORE INTO project_repos (owner, project, repo, added_at, added_by, ext)
+VALUES (:owner, :project, :repo, :at, :by, :ext);
 
 -- name: remove_project_repo
 -- Take one repository out of an owner's project.

@@ -99,13 +99,13 @@ VALUES (:owner, :scope, :revision_policy, :require_review, :updated_at, :updated
 
 -- name: select_project_repos
 -- The repositories of each owner's projects.
-SELECT owner, project, repo, added_at, added_by FROM project_repos
+SELECT owner, project, repo, added_at, added_by, ext FROM project_repos
 ORDER BY owner, project, repo;
 
 -- name: insert_project_repos
 -- Add a repository to an owner's project.
-INSERT INTO project_repos (owner, project, repo, added_at, added_by)
-VALUES (:owner, :project, :repo, :added_at, :added_by);
+INSERT INTO project_repos (owner, project, repo, added_at, added_by, ext)
+VALUES (:owner, :project, :repo, :added_at, :added_by, :ext);
 
 -- name: select_owner_stats
 -- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,

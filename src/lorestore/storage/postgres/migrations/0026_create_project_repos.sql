@@ -6,8 +6,10 @@
 --   project (`lorestore project add NAME OWNER/REPO...`), and recall derives the project
 --   rung(s) of a task from its repository.
 -- What changes: the table project_repos, one row per repository of a project of an owner
---   (a project exists while it has a repository), and an index by repository, the lookup
---   recall makes on every call.
+--   (a project exists while it has a repository), with the unknown fields an import kept
+--   (ext, as tombstones and scope policies keep theirs; not counted in the owner's stored
+--   bytes: only a reviewer imports a project, and a declaration is a few hundred bytes), and
+--   an index by repository, the lookup recall makes on every call.
 -- Tenancy: project_repos keys on owner first and has row-level security forced: the app
 --   role reads the rows of the owners it may read (lorestore_owners(): itself and its orgs)
 --   and inserts or deletes only those of the owners it may write. It has SELECT, INSERT and
@@ -27,6 +29,7 @@ CREATE TABLE project_repos (
     repo        text NOT NULL,               -- OWNER/NAME, lower case, as repo:: scopes hold it
     added_at    timestamptz NOT NULL,
     added_by    text NOT NULL,
+    ext         jsonb NOT NULL DEFAULT '{}',   -- an import's unknown fields, re-exported
     PRIMARY KEY (owner, project, repo)
 );
 

@@ -6,8 +6,10 @@
 --   project (`lorestore project add NAME OWNER/REPO...`), and recall derives the project
 --   rung(s) of a task from its repository.
 -- What changes: the table project_repos, one row per repository of a project of an owner
---   (a project exists while it has a repository), and an index by repository, the lookup
---   recall makes on every call.
+--   (a project exists while it has a repository), with the unknown fields an import kept
+--   (ext, as tombstones and scope policies keep theirs; not counted in the owner's stored
+--   bytes: only a reviewer imports a project, and a declaration is a few hundred bytes), and
+--   an index by repository, the lookup recall makes on every call.
 -- Tenancy: keyed on owner first, like every tenant table. The embedded store has no
 --   row-level security; the service reads only the owners the actor may read and writes
 --   only the owner a project's scope routes to.
@@ -22,6 +24,7 @@ CREATE TABLE project_repos (
     repo        TEXT NOT NULL,               -- OWNER/NAME, lower case, as repo:: scopes hold it
     added_at    TEXT NOT NULL,
     added_by    TEXT NOT NULL,
+    ext         TEXT NOT NULL DEFAULT '{}',    -- an import's unknown fields, re-exported
     PRIMARY KEY (owner, project, repo)
 );
 
