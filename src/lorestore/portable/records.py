@@ -1,5 +1,6 @@
 """The records of the interchange format and the domain records they carry: a lesson (with its
-versions), a tombstone, a scope policy, a project's repository, and a record of a type this lorestore does not know.
+versions), a tombstone, a scope policy, a project's repository, and a record of a type this
+lorestore does not know.
 
 ``*_line`` turns a stored record into the object written on one line; ``parse_*`` validates
 an object read from a line (every domain rule a write would check) into what the importer
