@@ -43,6 +43,9 @@ def test_cli_derives_the_project_rung_from_the_checkout(cli: Cli, work_tree: Pat
     assert after["context"]["projects"] == ["billing"]
     assert [o["lesson"]["key"] for o in after["offered"]] == ["freeze"]
     assert cli.ok("explain", after["recall_id"])["context"]["projects"] == ["billing"]
+    shown = cli("explain", after["recall_id"])
+    assert shown.exit_code == 0 and "project rungs: billing" in shown.stdout
+    assert "project rungs: billing" in cli("recall", "--task", "deploy").stdout
     listed = cli.ok("project", "list")["projects"]
     assert [(p["name"], p["repos"]) for p in listed] == [
         ("billing", ["example/api", "example/app"]),

@@ -28,6 +28,8 @@ from lorestore.models import (
     OrgListResult,
     OrgMembersResult,
     PolicyResult,
+    ProjectChangeResult,
+    ProjectListResult,
     PurgeResult,
     RecallResult,
     Result,
@@ -216,6 +218,8 @@ def _recall(c: Console, r: RecallResult) -> None:
         f"[dim]{len(r.offered)} offered, {len(r.held)} held, "
         f"{r.tokens_used}/{r.context.budget} tokens · lorestore explain {r.recall_id}[/]"
     )
+    if r.context.projects:
+        c.print(f"[dim]project rungs: {escape(', '.join(r.context.projects))}[/]")
     if r.context.repo is None:
         c.print(
             "[yellow]no repository[/]: not in a git checkout with a usable remote, and no "
@@ -244,6 +248,9 @@ def _explain(c: Console, r: ExplainResult) -> None:
                 escape(", ".join(item.reasons)),
             )
     c.print(table)
+    projects = r.context.get("projects") or []
+    if projects:
+        c.print(f"[dim]project rungs: {escape(', '.join(map(str, projects)))}[/]")
 
 
 def _policy(c: Console, r: PolicyResult) -> None:
@@ -317,6 +324,22 @@ def _delete(c: Console, r: DeleteResult) -> None:
     c.print(f"deleted {escape(r.scope)} / {escape(r.key)}: {r.versions_erased} version(s) erased")
 
 
+def _projects(c: Console, r: ProjectListResult) -> None:
+    table = Table("project", "owner", "repositories")
+    for p in r.projects:
+        table.add_row(escape(p.name), escape(p.owner), escape(", ".join(p.repos)))
+    c.print(
+        table if r.projects else "[dim]no projects: lorestore project add NAME OWNER/REPO...[/]"
+    )
+
+
+def _project_changed(c: Console, r: ProjectChangeResult) -> None:
+    repos = ", ".join(r.repos) or "no repository (the project is gone)"
+    changed = ", ".join(r.changed) or "nothing"
+    c.print(f"{escape(r.scope)} ({escape(r.owner)}): {escape(repos)}", highlight=False)
+    c.print(f"[dim]changed: {escape(changed)}[/]", highlight=False)
+
+
 def _purge(c: Console, r: PurgeResult) -> None:
     c.print(f"purged {r.purged} lesson(s)")
 
@@ -346,6 +369,8 @@ RENDERERS: dict[type[Result], Callable[[Console, Any], None]] = {
     InviteInfo: _invite_revoked,
     DeleteResult: _delete,
     PurgeResult: _purge,
+    ProjectListResult: _projects,
+    ProjectChangeResult: _project_changed,
 }
 
 
