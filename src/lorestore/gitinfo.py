@@ -22,7 +22,7 @@ from lorestore.core.scope import ladder, parse_scope
 # git's scp-like syntax, [user@]host:path (a colon before any slash).
 _SCP_LIKE = re.compile(r"^[^/:]+:")
 GIT_TIMEOUT_S = 5
-GIT_OPERATIONS = frozenset({"memory_recall", "memory_write"})
+GIT_OPERATIONS = frozenset({"memory_recall", "memory_search", "memory_write"})
 # An agent calls recall and write many times a session: git is asked again at most this
 # often per directory, so a commit or branch switch shows within a second.
 CONTEXT_TTL_S = 1.0
@@ -219,7 +219,7 @@ def fill_from_git(operation: str, arguments: dict[str, Any], cwd: str | Path) ->
     if context is None:
         return arguments
     filled = dict(arguments)
-    if operation == "memory_recall":
+    if operation in ("memory_recall", "memory_search"):  # search takes recall's context
         return _recall_context(filled, context)
     source = dict(filled.get("source") or {})
     # A lesson of another repository than this checkout (by its source, else its scope) is

@@ -218,19 +218,57 @@ class ListResult(Result):
 
 class SearchParams(Params):
     query: str = Field(description="words to look for in keys, values and tags")
-    scopes: list[str] = Field(description="the scopes to search (at least one)")
+    scopes: list[str] | None = Field(
+        None,
+        description="the scopes to search; without them, the ladder of the context (repo, "
+        "branch, project); one or the other is needed",
+    )
     tags: list[str] | None = Field(None, description="only lessons carrying all of these tags")
     limit: int = Field(10, description="at most this many hits, 1-100")
+    repo: str | None = Field(
+        None,
+        description="context, as recall's: owner/name; the CLI and stdio server read it from git",
+    )
+    branch: str | None = Field(None, description="context: the current branch")
+    revision: str | None = Field(None, description="context: the commit being worked on (HEAD)")
+    project: str | None = Field(
+        None, description="context: a project name (those declared to hold repo apply too)"
+    )
+    cwd: str | None = Field(
+        None, description="context: working directory, to hash depends_on files"
+    )
+    blobs: dict[str, str | None] | None = Field(
+        None, description="context: path -> git blob hash of files as they are now"
+    )
+    include_held: bool = Field(
+        False,
+        description="an agent's search withholds what recall would (disputed, unreviewed, "
+        "shadowed, revision-held); true shows those too, with their reasons",
+    )
 
 
 class SearchHitOut(Result):
     lesson: Lesson
     score: float = Field(description="BM25 relevance; higher is better")
     snippet: str
+    label: str = Field("unverified", description="verified, corroborated, unverified, disputed")
+    held: list[str] = Field(
+        default_factory=list,
+        description="why recall would hold it back (disputed, unreviewed, shadowed_by:<scope>, "
+        "revision_mismatch, ...); empty when it would be offered",
+    )
 
 
 class SearchResult(Result):
     hits: list[SearchHitOut]
+    scopes: list[str] = Field(default_factory=list, description="the scopes searched")
+    projects: list[str] = Field(
+        default_factory=list, description="the project rungs of the context that applied"
+    )
+    withheld: int = Field(
+        0, description="hits an agent's search left out as recall would (include_held shows them)"
+    )
+    text: str = Field("", description="the hits served, fenced as reference data")
 
 
 class NoParams(Params):

@@ -68,10 +68,11 @@ def test_score_averages_ranked_queries_and_counts_forbidden_over_all() -> None:
     assert s.forbidden_rate == pytest.approx(1 / 3)
 
 
-def test_recall_is_not_expected_to_serve_what_it_must_hold() -> None:
+def test_neither_handler_is_expected_to_serve_what_recall_must_hold() -> None:
+    """An agent's search with a context applies recall's rules: both are scored alike."""
     q = query(expected=["disputed", "fine"], forbidden_recall=["disputed"])
-    assert q.relevant("search") == ["disputed", "fine"] and q.banned("search") == []
-    assert q.relevant("recall") == ["fine"] and q.banned("recall") == ["disputed"]
+    for handler in ("search", "recall"):
+        assert q.relevant(handler) == ["fine"] and q.banned(handler) == ["disputed"]
 
 
 def test_committed_set_loads_and_is_consistent() -> None:
@@ -95,8 +96,9 @@ def test_a_slice_of_the_set_through_the_real_handlers(store: Store) -> None:
         relevant = o.query.relevant(o.handler)
         if relevant:
             assert recall_at(o.ranked, relevant, 5) == 1.0, (o.query.id, o.handler, o.ranked)
+    # Bob searches in acme's repository: its rungs, acme's, add nothing (no refusal either).
     bob_in_acme = next(o for o in outcomes if o.query.id == "tenant-07" and o.handler == "search")
-    assert bob_in_acme.refused_scopes == ("branch::acme/app::main", "repo::acme/app")
+    assert bob_in_acme.ranked and not any(r.startswith("?") for r in bob_in_acme.ranked)
 
 
 def test_recall_orders_by_the_task_but_shadows_by_the_ladder(service: LessonService) -> None:

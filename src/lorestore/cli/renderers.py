@@ -108,16 +108,19 @@ def _list(c: Console, r: ListResult) -> None:
 
 
 def _search(c: Console, r: SearchResult) -> None:
-    table = Table("score", "scope", "key", "trust", "snippet")
+    table = Table("score", "scope", "key", "trust", "recall would", "snippet")
     for hit in r.hits:
         table.add_row(
             f"{hit.score:.3g}",
             escape(hit.lesson.scope),
             escape(hit.lesson.key),
             _trust(hit.lesson),
-            escape(_excerpt(hit.snippet, 70)),
+            "[yellow]hold: " + escape(", ".join(hit.held)) + "[/]" if hit.held else "offer",
+            escape(_excerpt(hit.snippet, 60)),
         )
     c.print(table if r.hits else "[dim]no matches[/]")
+    if r.withheld:
+        c.print(f"[dim]{r.withheld} withheld as recall would (include them: --include-held)[/]")
 
 
 def _scopes(c: Console, r: ScopesResult) -> None:

@@ -63,15 +63,18 @@ class EvalQuery(_Record):
     task: str
     expected: list[str]
     forbidden: list[str] = []
-    forbidden_recall: list[str] = []  # served by search, but recall must hold them back
+    # Stored and readable, but recall (and an agent's search with a context, which applies
+    # recall's rules) must hold them back: disputed, shadowed, held by the revision policy.
+    forbidden_recall: list[str] = []
     why: str | None = None
 
     def relevant(self, handler: Handler) -> list[str]:
-        held = set(self.forbidden_recall) if handler == "recall" else set()
+        """The expected lessons either handler should serve (both apply recall's rules)."""
+        held = set(self.forbidden_recall)
         return [ref for ref in self.expected if ref not in held]
 
     def banned(self, handler: Handler) -> list[str]:
-        return self.forbidden + (self.forbidden_recall if handler == "recall" else [])
+        return self.forbidden + self.forbidden_recall
 
 
 class EvalOrg(_Record):

@@ -128,7 +128,6 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "missed_at_5": [r for r in relevant if r not in o.ranked[:RECALL_K]],
         "first_relevant_rank": round(1 / first) if first else None,
         "forbidden_hits": list(o.forbidden_hits),
-        "refused_scopes": list(o.refused_scopes),
     }
 
 

@@ -1,6 +1,7 @@
 """Running the retrieval eval: loading its set into a fresh store through the service, with
 each lesson's lifecycle applied by the real operations, then every query through
-``memory_search`` and ``memory_recall``. Scoring and reporting live in ``report``."""
+``memory_search`` (with the query's context, as an agent: recall's rules apply) and
+``memory_recall``. Scoring and reporting live in ``report``."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lorestore.auth.actor import Actor, local_actor
+from lorestore.auth.actor import Actor, local_actor, local_agent
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Lesson, Source
-from lorestore.core.scope import ladder, parse_scope
+from lorestore.core.scope import parse_scope
 from lorestore.evaluation.cases import (
     EvalLesson,
     EvalQuery,
@@ -74,7 +75,6 @@ class Outcome:
     handler: Handler
     ranked: tuple[str, ...]
     forbidden_hits: tuple[str, ...]
-    refused_scopes: tuple[str, ...] = ()
 
 
 def actors_of(setup: EvalSetup) -> dict[str, Actor]:
@@ -167,42 +167,29 @@ def _refused_write(
 
 
 def run_queries(service: LessonService, loaded: Loaded, evalset: EvalSet) -> list[Outcome]:
-    """Every query through both handlers, as the actor it names."""
-    people = {
-        name: local_actor(principal=principal, session=f"eval-query-{name}")
+    """Every query through both handlers, as an agent working for the actor it names (a
+    read-and-write actor, as the stdio server and a write token are): its search applies
+    recall's rules, so both are scored against the same forbidden lessons."""
+    agents = {
+        name: local_agent(principal=principal, session=f"eval-query-{name}")
         for name, principal in evalset.setup.actors.items()
     }
     outcomes = []
     for q in evalset.queries:
-        actor = people[q.actor]
-        lessons, refused = _search(service, actor, q)
-        outcomes.append(_outcome(loaded, q, "search", lessons, refused))
-        outcomes.append(_outcome(loaded, q, "recall", _recall(service, actor, q), ()))
+        actor = agents[q.actor]
+        outcomes.append(_outcome(loaded, q, "search", _search(service, actor, q)))
+        outcomes.append(_outcome(loaded, q, "recall", _recall(service, actor, q)))
     return outcomes
 
 
-def _search(
-    service: LessonService, actor: Actor, q: EvalQuery
-) -> tuple[list[Lesson], tuple[str, ...]]:
-    """Search the rungs of the query's ladder, as an agent would. A rung the actor may not
-    read (another org's repository) is refused with ``forbidden``; like an agent told so, the
-    eval drops that scope and asks again."""
-    c = q.context
-    scopes = [s.text for s in ladder(repo=c.repo, branch=c.branch, project=c.project)]
-    refused: list[str] = []
-    while scopes:
-        try:
-            params = {"query": q.task, "scopes": scopes, "limit": SEARCH_LIMIT}
-            result = service.memory_search(actor, SearchParams.model_validate(params))
-        except LorestoreError as error:
-            scope = error.details.get("scope")
-            if error.code != "forbidden" or scope not in scopes:
-                raise
-            scopes.remove(scope)
-            refused.append(scope)
-            continue
-        return [hit.lesson for hit in result.hits], tuple(refused)
-    return [], tuple(refused)
+def _search(service: LessonService, actor: Actor, q: EvalQuery) -> list[Lesson]:
+    """Search with the query's context, as an agent would: the ladder of its repository,
+    branch and projects (a rung the actor may not read adds nothing)."""
+    params = {"query": q.task, "limit": SEARCH_LIMIT, **q.context.model_dump(exclude_none=True)}
+    if not any(q.context.model_dump(exclude_none=True).values()):
+        params["scopes"] = ["global"]
+    result = service.memory_search(actor, SearchParams.model_validate(params))
+    return [hit.lesson for hit in result.hits]
 
 
 def _recall(service: LessonService, actor: Actor, q: EvalQuery) -> list[Lesson]:
@@ -219,7 +206,6 @@ def _outcome(
     q: EvalQuery,
     handler: Handler,
     lessons: list[Lesson],
-    refused: tuple[str, ...],
 ) -> Outcome:
     ranked = tuple(loaded.ref_of(lesson) for lesson in lessons)
     hits: list[str] = []
@@ -230,7 +216,7 @@ def _outcome(
                 continue
             if not version or _normal(loaded.texts[banned]) == _normal(lesson.value):
                 hits.append(banned)
-    return Outcome(q, handler, ranked, tuple(hits), refused)
+    return Outcome(q, handler, ranked, tuple(hits))
 
 
 def run_eval(store: Store, evalset: EvalSet) -> tuple[Loaded, list[Outcome]]:

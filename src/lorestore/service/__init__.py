@@ -16,6 +16,7 @@ from lorestore.service.projects import ProjectOperations
 from lorestore.service.reads import ReadOperations
 from lorestore.service.recall import RecallOperations
 from lorestore.service.review import ReviewOperations
+from lorestore.service.search import SearchOperations
 from lorestore.service.tokens import TokenOperations
 from lorestore.service.writes import WriteOperations
 
@@ -28,6 +29,7 @@ class LessonService(
     TokenOperations,
     OrgOperations,
     InviteOperations,
+    SearchOperations,
     RecallOperations,
     ProjectOperations,
     PortableOperations,

@@ -20,7 +20,6 @@ from lorestore.core.search import (
     invalid_cursor,
     listing_mark,
     paged_cursor,
-    query_terms,
 )
 from lorestore.core.trust import trust_as_of
 from lorestore.core.validation import validate_key, validate_tags
@@ -38,9 +37,6 @@ from lorestore.models import (
     ReadParams,
     ScopeInventory,
     ScopesResult,
-    SearchHitOut,
-    SearchParams,
-    SearchResult,
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.service.corrections import check_tombstone
@@ -158,29 +154,6 @@ class ReadOperations(ServiceBase):
         if more:
             next_cursor = encode_cursor(page[-1].lesson.updated_at, page[-1].pk, mark)
         return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
-
-    def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
-        if not p.scopes:
-            raise LorestoreError(
-                "invalid_scope",
-                "search needs at least one scope",
-                hint="name one or more: lorestore search QUERY -s repo::acme/app -s global "
-                '(over MCP or REST: "scopes": ["repo::acme/app", "global"])',
-            )
-        scopes = list(dict.fromkeys(parse_scope(s).text for s in p.scopes))
-        self._authorise(actor, "read", *scopes)
-        tags = validate_tags(p.tags)
-        limit = bounded("limit", p.limit, 1, 100)
-        terms = query_terms(p.query)
-        with self.store.transaction(write=False, actor=actor.principal) as tx:
-            bindings = tx.bindings_for(actor.principal)
-            addresses = [
-                (self._owner_for(tx, actor, s, write=False, bindings=bindings), s) for s in scopes
-            ]
-            hits = tx.search(addresses, terms, tags=tags, now=self._now(), limit=limit)
-        return SearchResult(
-            hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
-        )
 
     def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
         self._require(actor, "read")

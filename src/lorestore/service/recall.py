@@ -26,6 +26,7 @@ from lorestore.models import (
     RecallContext,
     RecallParams,
     RecallResult,
+    SearchParams,
 )
 from lorestore.service.base import bounded
 from lorestore.service.projects import ProjectOperations
@@ -136,7 +137,7 @@ class RecallOperations(ProjectOperations):
         )
 
     def _ladder(
-        self, tx: Transaction, actor: Actor, p: RecallParams
+        self, tx: Transaction, actor: Actor, p: RecallParams | SearchParams
     ) -> tuple[list[str], list[str]]:
         """The project rungs of a context (the one named, then those declared to hold its
         repository, by name) and its ladder, narrowed to the scopes a confined token covers."""
@@ -154,22 +155,7 @@ class RecallOperations(ProjectOperations):
         """The candidates; by lesson id the full record of each (decoded when offered); and
         the rungs holding lessons that are not among the candidates, which recall therefore
         neither offers nor holds (it says so rather than pass over them in silence)."""
-        bindings = tx.bindings_for(actor.principal)
-        owned: list[tuple[int, str, str]] = []
-        for rung, scope in enumerate(rungs):
-            try:
-                owner = self._owner_for(tx, actor, scope, write=False, bindings=bindings)
-            except LorestoreError:
-                continue  # a rung the actor may not read (another org's territory) adds nothing
-            owned.append((rung, owner, scope))
-        policies: dict[str, list[PolicyRow]] = {}  # one read per owner, for all its rungs
-        for owner in dict.fromkeys(owner for _, owner, _ in owned):
-            scopes = [scope for _, o, scope in owned if o == owner]
-            policies[owner] = tx.scope_policies(owner, [*scopes, OWNER_DEFAULT])
-        rungs_of: dict[tuple[str, str], tuple[int, ScopePolicy]] = {
-            (owner, scope): (rung, _policy(policies[owner], scope)[0])
-            for rung, owner, scope in owned
-        }
+        rungs_of = self._rungs_of(tx, actor, rungs)
         found: list[Candidate] = []
         records: dict[str, Callable[[], Lesson]] = {}
         rows = tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG)
@@ -185,7 +171,31 @@ class RecallOperations(ProjectOperations):
         ]
         return found, records, not_considered
 
-    def _blobs(self, candidates: list[Candidate], p: RecallParams) -> dict[str, str | None]:
+    def _rungs_of(
+        self, tx: Transaction, actor: Actor, rungs: list[str]
+    ) -> dict[tuple[str, str], tuple[int, ScopePolicy]]:
+        """By (owner, scope): each rung's position in the ladder and its scope's policy. A
+        rung the actor may not read (another org's territory) is left out: it adds nothing."""
+        bindings = tx.bindings_for(actor.principal)
+        owned: list[tuple[int, str, str]] = []
+        for rung, scope in enumerate(rungs):
+            try:
+                owner = self._owner_for(tx, actor, scope, write=False, bindings=bindings)
+            except LorestoreError:
+                continue
+            owned.append((rung, owner, scope))
+        policies: dict[str, list[PolicyRow]] = {}  # one read per owner, for all its rungs
+        for owner in dict.fromkeys(owner for _, owner, _ in owned):
+            scopes = [scope for _, o, scope in owned if o == owner]
+            policies[owner] = tx.scope_policies(owner, [*scopes, OWNER_DEFAULT])
+        return {
+            (owner, scope): (rung, _policy(policies[owner], scope)[0])
+            for rung, owner, scope in owned
+        }
+
+    def _blobs(
+        self, candidates: list[Candidate], p: RecallParams | SearchParams
+    ) -> dict[str, str | None]:
         blobs: dict[str, str | None] = dict(p.blobs or {})
         needed = sorted(
             {
@@ -284,5 +294,9 @@ def _task_terms(task: str | None) -> list[str] | None:
 
 
 def _label(d: Decision) -> str:
-    trust = d.candidate.lesson.trust
+    return trust_label(d.candidate.lesson.trust)
+
+
+def trust_label(trust: str) -> str:
+    """How a served lesson's trust is shown: verified, corroborated, unverified, disputed."""
     return "unverified" if trust == "candidate" else trust
