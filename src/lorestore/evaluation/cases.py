@@ -90,6 +90,15 @@ class EvalPolicy(_Record):
     revision_policy: Literal["none", "commit", "files"]
 
 
+class EvalProject(_Record):
+    """A project declared by a person (``project_add``): its rungs are derived from the
+    repository of a query's context."""
+
+    actor: str = Field(alias="as")
+    name: str
+    repos: list[str]
+
+
 class RefusedWrite(_Record):
     """A write the store must refuse, e.g. a rejected value brought back under another key."""
 
@@ -107,6 +116,7 @@ class EvalSetup(_Record):
     actors: dict[str, str]
     orgs: list[EvalOrg] = []
     policies: list[EvalPolicy] = []
+    projects: list[EvalProject] = []
     refused_writes: list[RefusedWrite] = []
 
 

@@ -27,6 +27,7 @@ from lorestore.models import (
     OrgBindParams,
     OrgCreateParams,
     PolicyParams,
+    ProjectAddParams,
     RecallParams,
     RejectParams,
     SearchParams,
@@ -93,6 +94,9 @@ def populate(service: LessonService, clock: EvalClock, evalset: EvalSet) -> Load
         service.org_create(admin, OrgCreateParams(slug=org.slug, name=org.name))
         for pattern in org.bindings:
             service.org_bind(admin, OrgBindParams(org=org.slug, pattern=pattern))
+    for project in evalset.setup.projects:
+        declared = {"name": project.name, "repos": project.repos}
+        service.project_add(actors[project.actor], ProjectAddParams.model_validate(declared))
     for policy in evalset.setup.policies:
         params = {"scope": policy.scope, "revision_policy": policy.revision_policy}
         service.memory_policy(actors[policy.actor], PolicyParams.model_validate(params))
