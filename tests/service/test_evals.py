@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from lorestore.auth.actor import local_actor
 from lorestore.cli.eval import eval_command
+from lorestore.core.search import query_terms
 from lorestore.evaluation.cases import EvalQuery, load_set
 from lorestore.evaluation.report import ndcg_at, recall_at, reciprocal_rank, score
 from lorestore.evaluation.runner import Outcome, run_eval
@@ -36,6 +38,11 @@ SLICE = (
     "lifecycle-08",
     "lifecycle-19",
     "revision-02",
+    "project-derived-02",
+    "project-derived-21",
+    "shadow-held-01",
+    "shadow-held-03",
+    "alias-10",
 )
 
 
@@ -77,10 +84,55 @@ def test_neither_handler_is_expected_to_serve_what_recall_must_hold() -> None:
 
 def test_committed_set_loads_and_is_consistent() -> None:
     evalset = load_set(EVALS)
-    assert len(evalset.lessons) >= 200 and len(evalset.queries) >= 100
+    assert len(evalset.lessons) >= 400 and len(evalset.queries) >= 250
     categories = {q.category for q in evalset.queries}
-    assert categories >= {"identifier", "paraphrase", "scope-ladder", "tenant", "lifecycle"}
+    assert categories >= {
+        "identifier",
+        "paraphrase",
+        "scope-ladder",
+        "tenant",
+        "lifecycle",
+        "project-derived",
+        "shadow-held",
+        "paraphrase-far",
+        "alias-identifier",
+        "tenant-3",
+        "ladder-strength",
+    }
+    assert len(evalset.setup.actors) >= 3 and evalset.setup.projects
+    # A project rung comes from the repository: the new categories name no project.
+    derived = [q for q in evalset.queries if q.category in ("project-derived", "shadow-held")]
+    assert derived and all(q.context.project is None for q in derived)
     assert all(q.expected or q.forbidden or q.forbidden_recall for q in evalset.queries)
+
+
+def test_far_paraphrases_share_no_word_with_their_lesson() -> None:
+    """paraphrase-far tasks have no term in common with the lessons they expect (key, tags
+    and text, as SQLite's porter tokenizer stems them): lexical search cannot find them; the
+    positive control is a task that does share a word."""
+    evalset = load_set(EVALS)
+    lessons = {lesson.ref: lesson for lesson in evalset.lessons}
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(ref UNINDEXED, body, "
+        "tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    for ref, lesson in lessons.items():
+        conn.execute(
+            "INSERT INTO t VALUES (?, ?)",
+            (ref, f"{lesson.key} {' '.join(lesson.tags)} {lesson.value}"),
+        )
+
+    def shared(task: str, ref: str) -> list[str]:
+        match = "SELECT count(*) FROM t WHERE t MATCH ? AND ref = ?"
+        return [w for w in query_terms(task) if conn.execute(match, (f'"{w}"', ref)).fetchone()[0]]
+
+    far = [q for q in evalset.queries if q.category == "paraphrase-far"]
+    assert len(far) >= 25
+    for q in far:
+        for ref in q.expected:
+            assert shared(q.task, ref) == [], q.id
+    assert shared("summing floats lost cents", "rust-decimal-money")  # the control
 
 
 def test_a_slice_of_the_set_through_the_real_handlers(store: Store) -> None:
