@@ -423,3 +423,27 @@ def test_temporary_tables_do_not_shadow_the_definer_functions(
         assert conn.execute("SELECT count(*) FROM public.memberships").fetchone() == (0,)
     code = service.org_invite(ALICE, OrgInviteParams(org="acme", user="bob")).code
     assert service.org_accept(BOB, OrgAcceptParams(code=code)).org == "org:acme"  # the control
+
+
+def test_project_declarations_are_the_owners_own_in_raw_sql(seeded: PostgresStore) -> None:
+    """project_repos: another tenant's declarations are invisible and cannot be added to,
+    taken out or moved; each refusal beside the owner's own row (the control)."""
+    from lorestore.models import ProjectAddParams
+
+    service = LessonService(seeded)
+    service.project_add(ALICE, ProjectAddParams(name="billing", repos=["alice/app"]))
+    service.project_add(BOB, ProjectAddParams(name="tools", repos=["bob/app"]))
+    with app_connection(seeded, "user:bob") as conn:
+        rows = conn.execute("SELECT owner, project, repo FROM project_repos").fetchall()
+        assert rows == [("user:bob", "tools", "bob/app")]
+        assert conn.execute("DELETE FROM project_repos WHERE owner = 'user:alice'").rowcount == 0
+        with pytest.raises(InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO project_repos (owner, project, repo, added_at, added_by) "
+                "VALUES ('user:alice', 'billing', 'bob/app', now(), 'user:bob')"
+            )
+        with pytest.raises(InsufficientPrivilege):  # no UPDATE at all: never moved
+            conn.execute("UPDATE project_repos SET owner = 'user:alice'")
+    with app_connection(seeded, "user:alice") as conn:
+        rows = conn.execute("SELECT owner, project, repo FROM project_repos").fetchall()
+        assert rows == [("user:alice", "billing", "alice/app")]
