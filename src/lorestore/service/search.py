@@ -141,27 +141,21 @@ class SearchOperations(RecallOperations):
     @staticmethod
     def _shadowing(tx: Transaction, found: list[Candidate], on_ladder: Rungs) -> list[Candidate]:
         """The lessons at narrower rungs holding the key of a hit on the ladder: they shadow
-        it (or not, if they do not stand) whether or not the query matched them."""
-        by_rung = {
-            rung: (owner, scope, policy) for (owner, scope), (rung, policy) in on_ladder.items()
-        }
+        it (or not, if they do not stand) whether or not the query matched them. One read
+        per narrower rung, for every key found further up."""
         seen = {c.lesson.id for c in found}
         extra: list[Candidate] = []
-        for c in found:
-            for rung in range(c.rung):
-                if rung not in by_rung:
-                    continue
-                owner, scope, policy = by_rung[rung]
-                stored = tx.lesson_at(owner, scope, c.lesson.key)
-                if stored is None or stored.lesson.id in seen:
-                    continue
+        for (owner, scope), (rung, policy) in on_ladder.items():
+            keys = sorted({c.lesson.key for c in found if c.rung > rung})
+            if not keys:
+                continue
+            for stored in tx.lessons_with_keys(owner, scope, keys):
                 lesson = stored.lesson
-                if lesson.status != "active" or lesson.trust == "rejected":
+                if lesson.id in seen or lesson.status != "active" or lesson.trust == "rejected":
                     continue
                 seen.add(lesson.id)
-                extra.append(
-                    Candidate(head_of(lesson), value_digest(lesson.value), rung, 0.0, policy)
-                )
+                digest = value_digest(lesson.value)
+                extra.append(Candidate(head_of(lesson), digest, rung, 0.0, policy))
         return extra
 
 

@@ -89,6 +89,9 @@ class Transaction(Protocol):
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         """The lesson at an address, archived or not; None when absent."""
 
+    def lessons_with_keys(self, owner: str, scope: str, keys: Sequence[str]) -> list[StoredLesson]:
+        """The lessons at ``scope`` of ``owner`` holding any of ``keys``, archived or not."""
+
     def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
         """Insert a new address; returns its internal key."""
 

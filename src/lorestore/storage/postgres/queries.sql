@@ -2,6 +2,11 @@
 -- The lesson at an address, archived or not.
 SELECT * FROM lessons WHERE owner = %(owner)s AND scope = %(scope)s AND key = %(key)s;
 
+-- name: lessons_with_keys
+-- The lessons at one scope of an owner holding any of the given keys, archived or not (an
+-- agent's search: the narrower lessons that may shadow what it found).
+SELECT * FROM lessons WHERE owner = %(owner)s AND scope = %(scope)s AND key = ANY (%(keys)s);
+
 -- name: insert_lesson
 -- Create the served row of a new address.
 INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,

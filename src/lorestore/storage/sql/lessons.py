@@ -34,6 +34,10 @@ class LessonPrimitives(SQLBase):
         row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
         return self._stored_doc(row) if row else None
 
+    def lessons_with_keys(self, owner: str, scope: str, keys: Sequence[str]) -> list[StoredLesson]:
+        params = {"owner": owner, "scope": scope, "keys": self._array(keys)}
+        return [self._stored_doc(r) for r in self._all("lessons_with_keys", params)]
+
     def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
         return self._inserted("insert_lesson", lesson_params(lesson, value_digest, None))
 

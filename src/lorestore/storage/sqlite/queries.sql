@@ -41,6 +41,12 @@ FROM lessons;
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
 WHERE owner = :owner AND scope = :scope AND key = :key;
 
+-- name: lessons_with_keys
+-- The lessons at one scope of an owner holding any of the given keys, archived or not (an
+-- agent's search: the narrower lessons that may shadow what it found).
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE owner = :owner AND scope = :scope AND key IN (SELECT value FROM json_each(:keys));
+
 -- name: insert_lesson
 -- Create the served row of a new address.
 INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
