@@ -16,6 +16,7 @@ from lorestore.storage.protocol import (
     ImportedLesson,
     PolicyRecord,
     PolicyRow,
+    ProjectRepo,
     RecallRecord,
     Store,
     TokenRecord,
@@ -260,3 +261,41 @@ def test_a_binding_sees_the_scopes_other_owners_hold(store: Store) -> None:
         assert tx.scopes_held_by_others("org:acme", "user:bob", "repo::acme/*")
         assert not tx.scopes_held_by_others("org:acme", "user:bob", "repo::other/*")
         assert not tx.scopes_held_by_others("org:acme", "user:bob", "repo::acme/a_p%")
+
+
+def test_project_declarations_add_list_find_and_remove(store: Store) -> None:
+    with store.transaction(write=True, actor=OWNER) as tx:
+        added = tx.add_project_repos(OWNER, "billing", ["acme/app", "acme/api"], by=OWNER, at=AT)
+        assert added == ["acme/app", "acme/api"]
+        assert tx.add_project_repos(OWNER, "billing", ["acme/app"], by=OWNER, at=AT) == []
+        kept = ProjectRepo(OWNER, "payments", "acme/app", LATER, OWNER, {"x_p": [1, "é"]})
+        assert tx.import_project_repo(kept) and not tx.import_project_repo(kept)
+    with store.transaction(write=False, actor=OWNER) as tx:
+        assert [(r.project, r.repo) for r in tx.project_repos([OWNER])] == [
+            ("billing", "acme/api"),
+            ("billing", "acme/app"),
+            ("payments", "acme/app"),
+        ]
+        assert tx.projects_of_repo([OWNER], "acme/app") == [
+            ProjectRepo(OWNER, "billing", "acme/app", AT, OWNER),
+            kept,
+        ]
+        assert tx.projects_of_repo([OWNER], "acme/web") == []
+        assert tx.projects_of_repo(["user:nobody"], "acme/app") == []
+    with store.transaction(write=True, actor=OWNER) as tx:
+        assert tx.remove_project_repos(OWNER, "billing", ["acme/api", "acme/nope"]) == ["acme/api"]
+        assert tx.remove_project_repos(OWNER, "payments", None) == ["acme/app"]
+    with store.transaction(write=False, actor=OWNER) as tx:
+        assert [(r.project, r.repo) for r in tx.project_repos([OWNER])] == [("billing", "acme/app")]
+
+
+def test_lessons_with_keys_reads_one_scope_for_many_keys(store: Store) -> None:
+    lessons = [_lesson(key, f"The {key} lesson.") for key in ("a", "b", "c")]
+    with store.transaction(write=True, actor=OWNER) as tx:
+        for lesson in lessons:
+            tx.insert_lesson(lesson, "d" * 64)
+    with store.transaction(write=False, actor=OWNER) as tx:
+        found = tx.lessons_with_keys(OWNER, SCOPE, ["a", "c", "zz"])
+        assert sorted(s.lesson.key for s in found) == ["a", "c"]
+        assert tx.lessons_with_keys(OWNER, "global", ["a"]) == []
+        assert tx.lessons_with_keys("user:nobody", SCOPE, ["a"]) == []
