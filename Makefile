@@ -28,8 +28,9 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
+# The semantic extra too: the tests of hybrid retrieval run with its model (offline).
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	@touch $@ $(RUN_STAMP)
 
 # Prints the URL and, on first start only, an admin token (shown once, stored hashed).

@@ -532,6 +532,11 @@ class RecallContext(Result):
     budget: int
     ladder: list[str]
     at: str
+    retrieval: str | None = Field(
+        default=None,
+        description="how candidates were found: hybrid:<model> (full-text and embedding "
+        "similarity fused) or lexical: <why> (the semantic extra missing or switched off)",
+    )
 
 
 class OfferedLesson(Result):

@@ -28,6 +28,7 @@ from lorestore.models import (
     RecallResult,
 )
 from lorestore.service.base import ServiceBase, bounded
+from lorestore.service.retrieval import hybrid_candidates
 from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
 
 CANDIDATES_PER_RUNG = 25
@@ -77,7 +78,9 @@ class RecallOperations(ServiceBase):
         terms = _task_terms(p.task)
         now = self._now()
         with self.store.transaction(write=False, actor=actor.principal) as tx:
-            candidates, records, not_considered = self._candidates(tx, actor, rungs, terms)
+            candidates, records, not_considered, retrieval = self._candidates(
+                tx, actor, rungs, terms, p.task
+            )
         blobs = self._blobs(candidates, p)
         selection = select(
             candidates, rungs, budget=budget, now=now, revision=p.revision, blobs=blobs
@@ -93,6 +96,7 @@ class RecallOperations(ServiceBase):
             budget=budget,
             ladder=rungs,
             at=now,
+            retrieval=retrieval,
         )
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             tx.insert_recall(
@@ -133,11 +137,17 @@ class RecallOperations(ServiceBase):
         )
 
     def _candidates(
-        self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
-    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]], list[str]]:
-        """The candidates; by lesson id the full record of each (decoded when offered); and
-        the rungs holding lessons that are not among the candidates, which recall therefore
-        neither offers nor holds (it says so rather than pass over them in silence)."""
+        self,
+        tx: Transaction,
+        actor: Actor,
+        rungs: list[str],
+        terms: list[str] | None,
+        task: str | None,
+    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]], list[str], str]:
+        """The candidates; by lesson id the full record of each (decoded when offered); the
+        rungs holding lessons that are not among the candidates, which recall therefore
+        neither offers nor holds (it says so rather than pass over them in silence); and how
+        they were retrieved (lexical or hybrid)."""
         bindings = tx.bindings_for(actor.principal)
         owned: list[tuple[int, str, str]] = []
         for rung, scope in enumerate(rungs):
@@ -156,7 +166,9 @@ class RecallOperations(ServiceBase):
         }
         found: list[Candidate] = []
         records: dict[str, Callable[[], Lesson]] = {}
-        rows = tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG)
+        rows, retrieval = hybrid_candidates(
+            tx, list(rungs_of), terms, task, limit=CANDIDATES_PER_RUNG
+        )
         for row in rows:
             rung, policy = rungs_of[(row.owner, row.head.scope)]
             found.append(Candidate(row.head, row.value_digest, rung, row.score, policy))
@@ -167,7 +179,7 @@ class RecallOperations(ServiceBase):
             for owner, scope in rungs_of
             if tx.has_more_lessons(owner, scope, weighed[(owner, scope)])
         ]
-        return found, records, not_considered
+        return found, records, not_considered, retrieval
 
     def _blobs(self, candidates: list[Candidate], p: RecallParams) -> dict[str, str | None]:
         blobs: dict[str, str | None] = dict(p.blobs or {})

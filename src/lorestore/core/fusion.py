@@ -1,0 +1,33 @@
+"""Hybrid retrieval's one fusion rule: a candidate's relevance to the task from its full-text
+score and its embedding's cosine similarity to the task's. Pure; the scores come from the
+store (FTS5 BM25 or ts_rank_cd, higher is better) and the vector index."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# A weighted sum of the two signals, each on [0, 1]: the full-text score relative to the best
+# one of this recall, and the similarity above a floor, relative to what is left above it.
+# Below the floor a lesson is unrelated to the task (short unrelated texts score about 0.1
+# with this model, paraphrases 0.4 and more), so it adds nothing and a lesson no word and
+# no meaning match keeps relevance 0: it is offered after the matches, as without a task.
+LEXICAL_WEIGHT = 0.6
+SEMANTIC_WEIGHT = 0.4
+SIMILARITY_FLOOR = 0.3
+
+
+def fuse(lexical: Mapping[str, float], similarity: Mapping[str, float]) -> dict[str, float]:
+    """The relevance of each candidate of ``lexical`` (id -> full-text score, 0 when no word
+    matched) given ``similarity`` (id -> cosine, for the candidates that have a vector):
+    ``LEXICAL_WEIGHT * score / best score + SEMANTIC_WEIGHT * (cosine - floor) / (1 -
+    floor)``, each term 0 when below its floor. Only the order matters to recall (it ranks
+    by relevance relative to the best), so the scale is free."""
+    best = max((s for s in lexical.values() if s > 0), default=0.0)
+    fused: dict[str, float] = {}
+    for lesson_id, score in lexical.items():
+        words = score / best if best > 0 and score > 0 else 0.0
+        meaning = max(0.0, similarity.get(lesson_id, 0.0) - SIMILARITY_FLOOR)
+        fused[lesson_id] = LEXICAL_WEIGHT * words + SEMANTIC_WEIGHT * meaning / (
+            1 - SIMILARITY_FLOOR
+        )
+    return fused
