@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 
-class NetworkBlocked(OSError):
+class NetworkBlockedError(OSError):
     """A test process tried to reach another machine."""
 
 
@@ -36,12 +36,12 @@ def network_blocked() -> Iterator[None]:
 
     def guarded_connect(self: socket.socket, address: Any) -> None:
         if not _local(address):
-            raise NetworkBlocked(f"tests run offline: connect to {address!r} refused")
+            raise NetworkBlockedError(f"tests run offline: connect to {address!r} refused")
         connect(self, address)
 
     def guarded_connect_ex(self: socket.socket, address: Any) -> int:
         if not _local(address):
-            raise NetworkBlocked(f"tests run offline: connect to {address!r} refused")
+            raise NetworkBlockedError(f"tests run offline: connect to {address!r} refused")
         return connect_ex(self, address)
 
     with pytest.MonkeyPatch.context() as patch:
