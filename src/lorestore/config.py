@@ -36,6 +36,7 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_PURGE_EXPIRED": "on/off: maintenance erases expired lessons",
     "LORESTORE_ARCHIVE_RETENTION_DAYS": "days archived lessons are kept before erasure, or off",
     "LORESTORE_RECALL_RETENTION_DAYS": "days recall-log entries are kept, or off",
+    "LORESTORE_SEMANTIC": "on/off: hybrid retrieval when lorestore[semantic] is installed",
 }
 OFF_WORDS = frozenset({"off", "false", "no", "0"})
 ON_WORDS = frozenset({"on", "true", "yes", "1"})

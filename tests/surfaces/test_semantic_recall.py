@@ -95,7 +95,7 @@ def test_the_best_semantic_match_is_not_offered_when_it_may_not_be(
     # Roles by similarity to the task: each forbidden lesson is nearer the task than the
     # control, so a pass that let one through would offer it, and before the control.
     model = Embedder("test")
-    vectors = model.embed([embedding_text(f"db-{n}", [], t) for n, t in enumerate(PG_TEXTS)])
+    vectors = model.embed([embedding_text([], t) for t in PG_TEXTS])
     sims = (vectors @ model.embed([PG_TASK])[0]).tolist()
     nearest_first = sorted(range(len(PG_TEXTS)), key=lambda n: -sims[n])
     assert len({round(sims[n], 4) for n in nearest_first}) == len(PG_TEXTS)

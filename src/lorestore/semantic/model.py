@@ -20,14 +20,19 @@ DIMENSIONS = 256
 PACKAGE = "wordllama"
 INSTALL_HINT = "pip install 'lorestore[semantic]'"
 
-# Word boundaries inside identifiers: a key such as `pg-local_tests` or `CamelCase` is
+# Word boundaries inside identifiers: a tag such as `pg-local_tests` or `CamelCase` is
 # embedded as words, which the model's tokenizer knows.
 _SEPARATORS = re.compile(r"[-_/.:]+|(?<=[a-z])(?=[A-Z])")
 
 
-def embedding_text(key: str, tags: tuple[str, ...] | list[str], value: str) -> str:
-    """What a lesson's vector is made of: its key and tags as words, then its text."""
-    words = " ".join(_SEPARATORS.sub(" ", part) for part in (key, *tags))
+def embedding_text(tags: tuple[str, ...] | list[str], value: str) -> str:
+    """What a lesson's vector is made of: its tags as words, then its text. Not its key: two
+    lessons with the same text and tags get the same vector, so recall keeps the same copy
+    of a duplicate as the full-text order would (on evals/ the key added nothing measurable:
+    recall MRR 0.968 either way, 0.963 from the text alone)."""
+    if not tags:
+        return value
+    words = " ".join(_SEPARATORS.sub(" ", tag) for tag in tags)
     return f"{words}\n{value}"
 
 

@@ -30,7 +30,7 @@ class VectorPrimitives(SQLBase):
         return None if v is None else f"{v.model}@{v.version}"
 
     def _embed(self, lessons: Sequence[tuple[int, Lesson]]) -> None:
-        """Keep the vector of each (pk, lesson): its key, tags and served text."""
+        """Keep the vector of each (pk, lesson): its tags and served text."""
         v = self._vectors
         if v is None or not lessons:
             return
@@ -39,7 +39,7 @@ class VectorPrimitives(SQLBase):
         self._put_vectors(
             v,
             [(lesson.owner.key, pk, lesson.scope) for pk, lesson in lessons],
-            [embedding_text(lesson.key, lesson.tags, lesson.value) for _, lesson in lessons],
+            [embedding_text(lesson.tags, lesson.value) for _, lesson in lessons],
         )
 
     def _embed_imported(self, lessons: Sequence[ImportedLesson], pks: Sequence[int | None]) -> None:
@@ -54,7 +54,7 @@ class VectorPrimitives(SQLBase):
             self._put_vectors(
                 v,
                 [(i.owner, pk, i.lesson.scope) for i, pk in landed],
-                [embedding_text(i.lesson.key, i.lesson.tags, i.lesson.value) for i, _ in landed],
+                [embedding_text(i.lesson.tags, i.lesson.value) for i, _ in landed],
             )
 
     def _put_vectors(
@@ -145,6 +145,6 @@ class VectorPrimitives(SQLBase):
         self._put_vectors(
             v,
             [(r["owner"], int(r["pk"]), r["scope"]) for r in rows],
-            [embedding_text(r["key"], json_field(r["tags"], []), r["value"]) for r in rows],
+            [embedding_text(json_field(r["tags"], []), r["value"]) for r in rows],
         )
         return len(rows), int(rows[-1]["pk"])

@@ -709,7 +709,7 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 -- name: lessons_to_embed
 -- Lessons (any status) with no vector of the model, or another model's, after a pk: what
 -- `lorestore reindex` embeds, a page at a time.
-SELECT l.pk, l.owner, l.scope, l.key, l.tags, l.value
+SELECT l.pk, l.owner, l.scope, l.tags, l.value
 FROM lessons AS l
 LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
 WHERE l.pk > :after

@@ -7,7 +7,7 @@
 --   recall, and every server process shares them. pgvector is not required: the vectors are
 --   compact bytes and the similarity is computed in the process, over a cache of the ladder's
 --   vectors (semantic/index.py).
--- What changes: lesson_vectors, one row per lesson (the served version's key, tags and
+-- What changes: lesson_vectors, one row per lesson (the served version's tags and
 --   text): owner, lesson_pk (ON DELETE CASCADE: a hard delete erases the vector with the text
 --   it was made from), scope (recall reads a rung's vectors by owner and scope), the model's
 --   name and version (a model change is seen and re-embedded by `lorestore reindex`), the
