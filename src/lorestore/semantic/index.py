@@ -114,16 +114,19 @@ class VectorIndex:
         import numpy as np
 
         scored: list[tuple[float, str]] = []
-        for address in addresses:
-            rung = self._rungs.get(address)
-            if rung is None or rung.matrix is None or not rung.ids:
+        with self._lock:  # a server's threads recall and update at once
+            rungs = [self._rungs.get(address) for address in addresses]
+            # ids only grows at its end: its first rows stay those of the matrix's rows.
+            views = [(r.ids, r.matrix[: len(r.ids)]) for r in rungs if r and r.matrix is not None]
+        for ids, matrix in views:
+            if matrix.shape[0] == 0:
                 continue
-            sims = rung.matrix[: len(rung.ids)] @ query
+            sims = matrix @ query
             if len(sims) > limit:
                 best = np.argpartition(-sims, limit - 1)[:limit]
             else:
                 best = np.arange(len(sims))
-            scored.extend((float(sims[i]), rung.ids[i]) for i in best)
+            scored.extend((float(sims[i]), ids[i]) for i in best)
         scored.sort(reverse=True)
         return {lesson_id: sim for sim, lesson_id in scored[:limit]}
 
@@ -133,12 +136,13 @@ class VectorIndex:
         """The cosine similarity to ``query`` of those of ``ids`` that have a vector here."""
         wanted = set(ids)
         found: dict[str, float] = {}
-        for address in addresses:
-            rung = self._rungs.get(address)
-            if rung is None or rung.matrix is None:
-                continue
-            for lesson_id in wanted.intersection(rung.rows):
-                found[lesson_id] = float(rung.matrix[rung.rows[lesson_id]] @ query)
+        with self._lock:
+            for address in addresses:
+                rung = self._rungs.get(address)
+                if rung is None or rung.matrix is None:
+                    continue
+                for lesson_id in wanted.intersection(rung.rows):
+                    found[lesson_id] = float(rung.matrix[rung.rows[lesson_id]] @ query)
         return found
 
 
