@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import app_connection, operator_store
+from tests.pg import Template
 from tests.portable import LOCAL, header, import_lines, lesson, line
 
 from lorestore.auth.actor import local_actor
@@ -21,8 +22,10 @@ from lorestore.models import (
     VerifyParams,
     WriteParams,
 )
-from lorestore.semantic.model import DIMENSIONS, MODEL_NAME
+from lorestore.semantic.index import pack
+from lorestore.semantic.model import DIMENSIONS, MODEL_NAME, Embedder
 from lorestore.service import LessonService
+from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store
 from lorestore.storage.sqlite import SQLiteStore
 
@@ -144,3 +147,37 @@ def test_recall_sees_vectors_written_after_its_index_was_built(
     best = second.offered[0]
     assert best.lesson.value.startswith("Reports are written")
     assert any(r.startswith("relevance:") for r in best.reasons)
+
+
+def test_a_vector_committed_late_is_not_skipped_on_postgres(
+    pg_template: Template, pg_database: str
+) -> None:
+    """A process's index reads a rung from the oldest transaction still running at its last
+    read (PostgreSQL assigns generations in start order, commits land in any order): a vector
+    whose writer committed after a later writer, and after a recall, is still read."""
+    store = PostgresStore(pg_template.app_url(pg_database), max_size=4)
+    try:
+        service = LessonService(store)
+        write(service, "reports", "Reports are written as CSV files for Excel.")
+        model = Embedder(store.vectors.version)  # type: ignore[union-attr]
+        near, far = pack(model.embed(["Reports are written as CSV files for Excel.", "Fridays"]))
+        task = RecallParams(repo="acme/app", task="spreadsheet export")
+        set_vector = (
+            "UPDATE lesson_vectors SET vector = %s, "
+            "generation = pg_current_xact_id()::text::bigint "
+            "WHERE lesson_pk = (SELECT pk FROM lessons WHERE key = 'reports')"
+        )
+        with app_connection(store) as conn:
+            conn.execute(set_vector, [far])  # committed: the lesson now looks unrelated
+        with app_connection(store) as late:
+            late.execute("BEGIN")
+            late.execute(set_vector, [near])  # the true vector, not committed yet
+            write(service, "deploy", "Deploys go out on Fridays.")  # a later writer commits
+            before = service.memory_recall(LOCAL, task)
+            assert not any(r.startswith("relevance:") for r in before.offered[0].reasons)
+            late.execute("COMMIT")
+        after = service.memory_recall(LOCAL, task)
+        assert after.offered[0].lesson.key == "reports"
+        assert any(r.startswith("relevance:") for r in after.offered[0].reasons)
+    finally:
+        store.close()
