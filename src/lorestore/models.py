@@ -225,7 +225,10 @@ class SearchParams(Params):
 
 class SearchHitOut(Result):
     lesson: Lesson
-    score: float = Field(description="BM25 relevance; higher is better")
+    score: float = Field(
+        description="relevance, higher is better: BM25 (ts_rank_cd on PostgreSQL), fused with "
+        "the similarity to the query when the semantic extra is on"
+    )
     snippet: str
 
 

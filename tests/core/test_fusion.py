@@ -3,7 +3,7 @@ up, a similarity below the floor adds nothing, and a lesson neither matches keep
 
 from __future__ import annotations
 
-from lorestore.core.fusion import SIMILARITY_FLOOR, fuse
+from lorestore.core.fusion import SIMILARITY_FLOOR, fuse, related
 
 
 def test_words_and_meaning_add_up_and_unrelated_stays_zero() -> None:
@@ -26,3 +26,4 @@ def test_the_floor_is_where_meaning_starts_to_count() -> None:
     at, above = SIMILARITY_FLOOR, SIMILARITY_FLOOR + 0.01
     fused = fuse({"at": 0.0, "above": 0.0}, {"at": at, "above": above})
     assert fused["at"] == 0.0 and fused["above"] > 0.0
+    assert not related(at) and related(above)

@@ -122,3 +122,41 @@ def test_the_best_semantic_match_is_not_offered_when_it_may_not_be(
     for forbidden in ("rejected", "theirs"):
         assert ids[forbidden] not in offered and ids[forbidden] not in held
         assert texts[forbidden] not in result["text"]
+
+
+def search(api: Api, query: str, **extra: Any) -> list[dict[str, Any]]:
+    body = {"query": query, "scopes": [SCOPE]} | extra
+    hits: list[dict[str, Any]] = api.ok("memory_search", body)["hits"]
+    return hits
+
+
+def test_search_finds_by_meaning_under_its_own_conditions(backend: str, home: Path) -> None:
+    with server(home) as api:
+        ids = {
+            "reports": write(api.service, "reports", TARGET),
+            "rejected": write(api.service, "old-reports", "Exports are CSV sheets for Excel."),
+            "theirs": write(
+                api.service,
+                "their-reports",
+                "Spreadsheets: CSV for Excel.",
+                local_actor(principal="user:mallory"),
+            ),
+        }
+        api.service.memory_reject(
+            PERSON, RejectParams(scope=SCOPE, key="old-reports", reason="not true")
+        )
+        tagged = WriteParams(scope=SCOPE, key="tagged", value="Invoices go out as CSV for Excel.")
+        ids["tagged"] = api.service.memory_write(
+            PERSON, tagged.model_copy(update={"tags": ["billing"]})
+        ).lesson.id
+        fillers(api.service, 5)
+        found = search(api, TASK)
+        only_billing = search(api, TASK, tags=["billing"])
+    with server(home, semantic=False) as lexical:
+        plain = search(lexical, TASK)
+    assert plain == []  # the control: no word of the query is in any lesson
+    got = [h["lesson"]["id"] for h in found]
+    assert set(got) == {ids["reports"], ids["tagged"]}  # the unrelated fillers are not hits
+    assert all(h["score"] > 0 and h["snippet"] for h in found)
+    assert ids["rejected"] not in got and ids["theirs"] not in got
+    assert [h["lesson"]["id"] for h in only_billing] == [ids["tagged"]]

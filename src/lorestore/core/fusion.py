@@ -33,3 +33,9 @@ def fuse(lexical: Mapping[str, float], similarity: Mapping[str, float]) -> dict[
             1 - SIMILARITY_FLOOR
         )
     return fused
+
+
+def related(similarity: float) -> bool:
+    """Whether a lesson the words did not find is near enough the task to be weighed at all
+    (above the floor): the semantic pass adds no lesson that would have relevance 0."""
+    return similarity > SIMILARITY_FLOOR

@@ -44,6 +44,7 @@ from lorestore.models import (
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.service.corrections import check_tombstone
+from lorestore.service.retrieval import hybrid_hits
 from lorestore.storage.protocol import AuditFilter
 
 
@@ -177,7 +178,9 @@ class ReadOperations(ServiceBase):
             addresses = [
                 (self._owner_for(tx, actor, s, write=False, bindings=bindings), s) for s in scopes
             ]
-            hits = tx.search(addresses, terms, tags=tags, now=self._now(), limit=limit)
+            now = self._now()
+            hits = tx.search(addresses, terms, tags=tags, now=now, limit=limit)
+            hits = hybrid_hits(tx, addresses, p.query, hits, tags=tags, now=now, limit=limit)
         return SearchResult(
             hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
         )
