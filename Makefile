@@ -28,8 +28,9 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
+# The semantic extra too: the tests of hybrid retrieval run with its model (offline).
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	@touch $@ $(RUN_STAMP)
 
 # Prints the URL and, on first start only, an admin token (shown once, stored hashed).
@@ -64,8 +65,9 @@ bench: $(DEV_STAMP)
 
 # A superuser URL: the eval creates a throwaway database there. EVAL_DATABASE_URL= runs SQLite only.
 EVAL_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
+# EVAL_ARGS=--lexical: full-text retrieval only, as without the semantic extra.
 eval: $(RUN_STAMP)
-	$(BIN)/lorestore eval $(if $(EVAL_DATABASE_URL),--database-url $(EVAL_DATABASE_URL))
+	$(BIN)/lorestore eval $(if $(EVAL_DATABASE_URL),--database-url $(EVAL_DATABASE_URL)) $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

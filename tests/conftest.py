@@ -1,6 +1,6 @@
 """Shared fixtures: real SQLite files in a temporary LORESTORE_HOME, PostgreSQL databases lent by
 a pool (tests/pg.py) or copied for one test (``fresh_database``), a controllable clock, and the
-CLI through its real Typer app."""
+CLI through its real Typer app; the network blocked for every test (tests/offline.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from tests.offline import network_blocked
 from tests.pg import Pool, Template, admin_url
 from typer.testing import CliRunner
 
@@ -39,6 +40,14 @@ class Clock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def offline() -> Iterator[None]:
+    """Every test runs with the network blocked (tests/offline.py): nothing, the embedding
+    model of the semantic extra included, may download at run time."""
+    with network_blocked():
+        yield
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ TENANT_TABLES = frozenset(
         "lessons",
         "lesson_versions",
         "lesson_sessions",
+        "lesson_vectors",
         "tombstones",
         "audit_log",
         "audit_heads",

@@ -16,7 +16,7 @@ def open_store(settings: Settings) -> Store:
     """The backend named by LORESTORE_DATABASE_URL: PostgreSQL (as the app role) or SQLite.
     It serves operations (serve, the CLI's commands, the MCP server, maintenance), so a
     PostgreSQL role that bypasses row-level security is refused."""
-    store = open_database(settings.database_url)
+    store = open_database(settings.database_url, semantic=settings.semantic)
     bypass = rls_bypass(store)
     if bypass is not None:
         store.close()
@@ -44,19 +44,20 @@ def rls_bypass(store: Store) -> str | None:
     )
 
 
-def open_database(url: str, *, pool_size: int | None = None) -> Store:
+def open_database(url: str, *, pool_size: int | None = None, semantic: bool = True) -> Store:
     """The store at ``url``, without the rest of the settings: PostgreSQL as the role the URL
     names (with at most ``pool_size`` connections; the store's default when None), or the
-    SQLite file of ``sqlite:///PATH`` (created and migrated when new)."""
+    SQLite file of ``sqlite:///PATH`` (created and migrated when new). ``semantic``: hybrid
+    retrieval when the extra is installed (LORESTORE_SEMANTIC)."""
     if url.startswith(POSTGRES_SCHEMES):
         from lorestore.storage.postgres import PostgresStore
 
         if pool_size is None:
-            return PostgresStore(url)
-        return PostgresStore(url, max_size=pool_size)
+            return PostgresStore(url, semantic=semantic)
+        return PostgresStore(url, max_size=pool_size, semantic=semantic)
     from lorestore.storage.sqlite import SQLiteStore
 
-    return SQLiteStore(sqlite_path(url))
+    return SQLiteStore(sqlite_path(url), semantic=semantic)
 
 
 def build_service(settings: Settings, *, local_files: bool = False) -> LessonService:

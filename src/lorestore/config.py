@@ -36,6 +36,7 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_PURGE_EXPIRED": "on/off: maintenance erases expired lessons",
     "LORESTORE_ARCHIVE_RETENTION_DAYS": "days archived lessons are kept before erasure, or off",
     "LORESTORE_RECALL_RETENTION_DAYS": "days recall-log entries are kept, or off",
+    "LORESTORE_SEMANTIC": "on/off: hybrid retrieval when lorestore[semantic] is installed",
 }
 OFF_WORDS = frozenset({"off", "false", "no", "0"})
 ON_WORDS = frozenset({"on", "true", "yes", "1"})
@@ -58,6 +59,8 @@ class Settings:
     archive_retention_days: int | None = 30
     recall_retention_days: int | None = 30
     rate_limit: int | None = 600
+    # Hybrid retrieval when the extra lorestore[semantic] is installed (LORESTORE_SEMANTIC).
+    semantic: bool = True
     # Where url and token came from: the environment (an agent's token) or the person's
     # `lorestore login` credential file; None on a local store.
     credential: Literal["environment", "login"] | None = None
@@ -126,6 +129,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, use_login: bool = Tru
         agent=env.get("LORESTORE_AGENT") or None,
         corroborate_at=threshold,
         user=_user(env.get("LORESTORE_USER") or "local"),
+        semantic=_switch(env, "LORESTORE_SEMANTIC", True),
         **_remote_settings(env, home if use_login else None),
         **_server_settings(env),
     )

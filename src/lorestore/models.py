@@ -249,7 +249,10 @@ class SearchParams(Params):
 
 class SearchHitOut(Result):
     lesson: Lesson
-    score: float = Field(description="BM25 relevance; higher is better")
+    score: float = Field(
+        description="relevance, higher is better: BM25 (ts_rank_cd on PostgreSQL), fused with "
+        "the similarity to the query when the semantic extra is on"
+    )
     snippet: str
     label: str = Field("unverified", description="verified, corroborated, unverified, disputed")
     held: list[str] = Field(
@@ -608,6 +611,11 @@ class RecallContext(Result):
     budget: int
     ladder: list[str]
     at: str
+    retrieval: str | None = Field(
+        default=None,
+        description="how candidates were found: hybrid:<model> (full-text and embedding "
+        "similarity fused) or lexical: <why> (the semantic extra missing or switched off)",
+    )
 
 
 class OfferedLesson(Result):

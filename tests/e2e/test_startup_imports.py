@@ -25,6 +25,9 @@ LAZY = (
     "lorestore.transports",
     "lorestore.evaluation",
     "lorestore.gitinfo",
+    # The semantic extra's model and numpy: loaded by the first write or recall with a task.
+    "numpy",
+    "wordllama",
 )
 
 # argv[1]: the command line as JSON (null: only import the command tree); argv[2]: where the
@@ -46,16 +49,17 @@ with open(listing, "w") as out:
 """
 
 
-def _loaded(home: Path, args: list[str] | None) -> set[str]:
+def _loaded(home: Path, args: list[str] | None, stdin: str | None = None) -> set[str]:
     """The modules a fresh interpreter holds after running ``lorestore ARGS`` (None: after
-    importing the command tree), on the embedded store in ``home``."""
+    importing the command tree), on the embedded store in ``home``, ``stdin`` its input."""
     listing = home.parent / "modules.json"  # home itself is made by the store, if at all
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
     env["LORESTORE_HOME"] = str(home)
     subprocess.run(
         [sys.executable, "-c", _SCRIPT, json.dumps(args), str(listing)],
         env=env,
-        stdin=subprocess.DEVNULL,  # `lorestore mcp` ends at once: the host has gone
+        # Without input `lorestore mcp` ends at once: the host has gone.
+        **({"input": stdin.encode()} if stdin is not None else {"stdin": subprocess.DEVNULL}),
         capture_output=True,
         check=True,
         timeout=120,
@@ -118,3 +122,22 @@ def test_mcp_reports_a_bad_setting_the_same_way_on_both_paths(home: Path) -> Non
     )
     assert "config_error" in short.stderr and short.stdout == ""
     assert (short.returncode, short.stderr) == (tree.returncode, tree.stderr) == (1, tree.stderr)
+
+
+def test_the_semantic_model_loads_for_a_recall_with_a_task_not_in_a_hook(home: Path) -> None:
+    semantic = ("numpy", "wordllama")
+    assert _present(_loaded(home, ["read", "global", "nothing-here"]), semantic) == []
+    recalled = _loaded(home, ["recall", "--task", "postgresql"])
+    assert _present(recalled, semantic) == list(semantic)  # the control: hybrid recall
+    # A prompt hook recalls for the prompt's text too, lexically: no model in its process.
+    prompt = json.dumps(
+        {
+            "session_id": "s1",
+            "hook_event_name": "UserPromptSubmit",
+            "cwd": str(home.parent),
+            "prompt": "postgresql database",
+        }
+    )
+    hooked = _loaded(home, ["hook", "prompt", "--host", "claude-code"], stdin=prompt)
+    assert "lorestore.service" in hooked  # it did recall
+    assert _present(hooked, semantic) == []

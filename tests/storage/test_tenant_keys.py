@@ -55,6 +55,7 @@ def test_a_member_cannot_move_the_orgs_lessons_into_its_own_tenant(store: Store)
     ("table", "column"),
     [
         ("lessons", "owner"),
+        ("lesson_vectors", "owner"),
         ("scope_bindings", "org"),
         ("invites", "org"),
         ("memberships", "member"),

@@ -29,11 +29,11 @@ BACKENDS = ("sqlite", "postgres")
 
 
 @contextmanager
-def sqlite_store() -> Iterator[Store]:
+def sqlite_store(*, semantic: bool = True) -> Iterator[Store]:
     from lorestore.composition import open_database
 
     with tempfile.TemporaryDirectory(prefix="lorestore-eval-") as tmp:
-        store = open_database(f"sqlite:///{Path(tmp) / 'eval.db'}")
+        store = open_database(f"sqlite:///{Path(tmp) / 'eval.db'}", semantic=semantic)
         try:
             yield store
         finally:
@@ -51,7 +51,7 @@ def _admin(url: str, statement: sql.Composed) -> None:
 
 
 @contextmanager
-def postgres_store(admin_url: str) -> Iterator[Store]:
+def postgres_store(admin_url: str, *, semantic: bool = True) -> Iterator[Store]:
     """A throwaway database on the server of ``admin_url`` (a superuser, as for the test
     suite), migrated by ``init_database`` and used as the application role; dropped after."""
     from psycopg import sql
@@ -66,7 +66,7 @@ def postgres_store(admin_url: str) -> Iterator[Store]:
         params = conninfo_to_dict(admin_url)
         params["dbname"] = name
         setup = init_database(make_conninfo("", **params))
-        store = open_database(setup.app_url, pool_size=4)
+        store = open_database(setup.app_url, pool_size=4, semantic=semantic)
         try:
             yield store
         finally:
@@ -79,9 +79,11 @@ def postgres_store(admin_url: str) -> Iterator[Store]:
 
 
 @contextmanager
-def fresh_store(backend: str, database_url: str | None) -> Iterator[Store]:
+def fresh_store(
+    backend: str, database_url: str | None, *, semantic: bool = True
+) -> Iterator[Store]:
     if backend == "sqlite":
-        with sqlite_store() as store:
+        with sqlite_store(semantic=semantic) as store:
             yield store
         return
     if not database_url:
@@ -90,18 +92,21 @@ def fresh_store(backend: str, database_url: str | None) -> Iterator[Store]:
             "the postgres backend needs --database-url",
             hint="pass an admin URL, e.g. postgresql://postgres@127.0.0.1:5432/postgres",
         )
-    with postgres_store(database_url) as store:
+    with postgres_store(database_url, semantic=semantic) as store:
         yield store
 
 
-def evaluate(evalset: EvalSet, backends: list[str], database_url: str | None) -> list[Run]:
-    """Run the set on each backend, each time into a fresh, empty store."""
+def evaluate(
+    evalset: EvalSet, backends: list[str], database_url: str | None, *, semantic: bool = True
+) -> list[Run]:
+    """Run the set on each backend, each time into a fresh, empty store; ``semantic``: hybrid
+    retrieval when the extra is installed, else lexical only."""
     from lorestore.evaluation.report import split_runs
     from lorestore.evaluation.runner import run_eval
 
     runs: list[Run] = []
     for backend in backends:
-        with fresh_store(backend, database_url) as store:
+        with fresh_store(backend, database_url, semantic=semantic) as store:
             _, outcomes = run_eval(store, evalset)
         runs += split_runs(backend, outcomes)
     return runs
@@ -192,6 +197,14 @@ def eval_command(
     show_misses: Annotated[
         bool, typer.Option("--show-misses", help="list queries not answered at rank 1")
     ] = False,
+    lexical: Annotated[
+        bool,
+        typer.Option(
+            "--lexical",
+            help="full-text retrieval only, as without the semantic extra (default: hybrid "
+            "when lorestore[semantic] is installed)",
+        ),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Measure retrieval on the committed eval set: recall@5, MRR, nDCG@10 and the
@@ -207,7 +220,9 @@ def eval_command(
                     hint=f"a floor between 0 and 1, e.g. {name} 0.8",
                 )
         evalset = _load(eval_set_folder(data), category or [], query or [])
-        runs = evaluate(evalset, _backends(backend, database_url), database_url)
+        runs = evaluate(
+            evalset, _backends(backend, database_url), database_url, semantic=not lexical
+        )
     except LorestoreError as error:
         message = {"error": error.to_dict()} if json_output else None
         if message:

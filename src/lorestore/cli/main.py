@@ -24,6 +24,7 @@ from lorestore.cli.importing import import_command
 from lorestore.cli.login import login_command, logout_command
 from lorestore.cli.migrate import migrate_command
 from lorestore.cli.portable import export_command
+from lorestore.cli.reindex import reindex_command
 from lorestore.cli.render import confirmation, failure, make_console, render
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
@@ -137,6 +138,7 @@ for _name, _group in _groups.items():
 app.add_typer(db_app, name="db")
 app.command("migrate")(migrate_command)
 app.command("eval")(eval_command)
+app.command("reindex")(reindex_command)
 # The streaming operations of the catalog, each with its own adapter.
 app.command("export")(export_command)
 app.command("import")(import_command)

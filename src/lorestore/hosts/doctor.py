@@ -119,6 +119,32 @@ def store_checks() -> list[Check]:
     return [Check("store", True, f"{where}: opens, schema current")]
 
 
+def retrieval_check(*, deep: bool = False) -> Check:
+    """Hybrid or lexical retrieval in this process (a local store; a server decides for
+    itself). With ``deep``, the bundled model is loaded and embeds a probe text, offline."""
+    from lorestore.config import load_settings
+    from lorestore.semantic.model import INSTALL_HINT, Embedder, availability
+
+    try:
+        settings = load_settings(use_login=False)
+    except LorestoreError:
+        return Check("retrieval", True, "unknown: the settings are unreadable (see above)")
+    if settings.remote:
+        return Check("retrieval", True, f"decided by the server at {settings.url}")
+    state = availability(settings.semantic)
+    if not state.installed or state.version is None:
+        fix = None if state.version else INSTALL_HINT
+        return Check("retrieval", True, f"lexical only: {state.reason}", fix)
+    detail = f"hybrid: full-text and {state.model} {state.version} (bundled, offline)"
+    if deep:
+        try:
+            Embedder(state.version).embed(["lorestore doctor probe"])
+        except Exception as exc:  # any failure of a third-party model load is reported
+            return Check("retrieval", False, f"the model did not load: {exc}", INSTALL_HINT)
+        detail += "; the model loads"
+    return Check("retrieval", True, detail)
+
+
 def _server_check(settings: Any) -> Check:
     from lorestore.models import NoParams, TokenCurrentResult
     from lorestore.operations import BY_NAME
@@ -230,6 +256,7 @@ def run_doctor(
         if not found:
             checks.append(Check(host, True, f"not installed (`lorestore install --host {host}`)"))
     checks += store_checks()
+    checks.append(retrieval_check(deep=deep))
     checks.append(scope_check(cwd))
     if deep:
         checks.append(round_trip())

@@ -310,13 +310,18 @@ def _recall(payload: Payload, *, task: str | None, budget: int) -> RecallResult:
     """Recall in the payload's working directory, as an agent of the host's session, on the
     embedded store or (LORESTORE_URL, LORESTORE_TOKEN) a server, whose token must be an
     agent's: a person's review or admin token is refused as ``lorestore mcp`` refuses it."""
+    from dataclasses import replace
+
     from lorestore.auth.actor import local_agent
     from lorestore.cli.backend import open_backend, with_git_context
     from lorestore.config import load_settings
     from lorestore.models import RecallResult
     from lorestore.operations import BY_NAME
 
-    settings = load_settings(use_login=False)
+    # Lexical on a local store: a hook is a process of its own per event, within the host's
+    # deadline, and the semantic model's first load (numpy, the tokenizer, the weights) costs
+    # about half a second, on every prompt (docs/hosts.md). A server decides for itself.
+    settings = replace(load_settings(use_login=False), semantic=False)
     session = f"{payload.host}-{payload.session or 'unknown'}"
     if settings.session:
         session = settings.session

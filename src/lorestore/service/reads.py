@@ -40,6 +40,7 @@ from lorestore.models import (
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.service.corrections import check_tombstone
+from lorestore.service.retrieval import hybrid_hits
 from lorestore.storage.protocol import AuditFilter
 
 

@@ -30,6 +30,7 @@ from lorestore.models import (
 )
 from lorestore.service.base import bounded
 from lorestore.service.projects import ProjectOperations
+from lorestore.service.retrieval import hybrid_candidates
 from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
 
 CANDIDATES_PER_RUNG = 25
@@ -80,7 +81,9 @@ class RecallOperations(ProjectOperations):
         now = self._now()
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             projects, rungs = self._ladder(tx, actor, p)
-            candidates, records, not_considered = self._candidates(tx, actor, rungs, terms)
+            candidates, records, not_considered, retrieval = self._candidates(
+                tx, actor, rungs, terms, p.task
+            )
         blobs = self._blobs(candidates, p)
         selection = select(
             candidates, rungs, budget=budget, now=now, revision=p.revision, blobs=blobs
@@ -97,6 +100,7 @@ class RecallOperations(ProjectOperations):
             budget=budget,
             ladder=rungs,
             at=now,
+            retrieval=retrieval,
         )
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             tx.insert_recall(
@@ -150,15 +154,23 @@ class RecallOperations(ProjectOperations):
         return projects, rungs
 
     def _candidates(
-        self, tx: Transaction, actor: Actor, rungs: list[str], terms: list[str] | None
-    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]], list[str]]:
-        """The candidates; by lesson id the full record of each (decoded when offered); and
-        the rungs holding lessons that are not among the candidates, which recall therefore
-        neither offers nor holds (it says so rather than pass over them in silence)."""
+        self,
+        tx: Transaction,
+        actor: Actor,
+        rungs: list[str],
+        terms: list[str] | None,
+        task: str | None,
+    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]], list[str], str]:
+        """The candidates; by lesson id the full record of each (decoded when offered); the
+        rungs holding lessons that are not among the candidates, which recall therefore
+        neither offers nor holds (it says so rather than pass over them in silence); and how
+        they were retrieved (lexical or hybrid)."""
         rungs_of = self._rungs_of(tx, actor, rungs)
         found: list[Candidate] = []
         records: dict[str, Callable[[], Lesson]] = {}
-        rows = tx.recall_candidates(list(rungs_of), terms, limit=CANDIDATES_PER_RUNG)
+        rows, retrieval = hybrid_candidates(
+            tx, list(rungs_of), terms, task, limit=CANDIDATES_PER_RUNG
+        )
         for row in rows:
             rung, policy = rungs_of[(row.owner, row.head.scope)]
             found.append(Candidate(row.head, row.value_digest, rung, row.score, policy))
@@ -169,7 +181,7 @@ class RecallOperations(ProjectOperations):
             for owner, scope in rungs_of
             if tx.has_more_lessons(owner, scope, weighed[(owner, scope)])
         ]
-        return found, records, not_considered
+        return found, records, not_considered, retrieval
 
     def _rungs_of(
         self, tx: Transaction, actor: Actor, rungs: list[str]

@@ -32,6 +32,7 @@ from lorestore.core.validation import validate_tags
 from lorestore.models import SearchHitOut, SearchParams, SearchResult
 from lorestore.service.base import bounded
 from lorestore.service.recall import RecallOperations, trust_label
+from lorestore.service.retrieval import hybrid_hits
 from lorestore.storage.protocol import SearchHit, Transaction
 
 MAX_FETCH = 100  # an agent's search reads more hits than it returns: some may be withheld
@@ -75,6 +76,7 @@ class SearchOperations(RecallOperations):
             if not named:
                 addresses = list(on_ladder)
             hits = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
+            hits = hybrid_hits(tx, addresses, p.query, hits, tags=tags, now=now, limit=fetch)
             reasons = self._judge(tx, actor, hits, addresses, on_ladder, p, now)
         served: list[SearchHitOut] = []
         withheld = 0

@@ -7,7 +7,7 @@ backends behave the same by construction and one contract suite tests them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -312,6 +312,32 @@ class Transaction(Protocol):
         times the number of rungs, in one full-text pass that ranks only the ladder's
         matches), and per rung the ``limit`` newest and newest verified or corroborated; each
         with its relevance to the task (0 when it matched no word)."""
+
+    def semantic_candidates(
+        self,
+        addresses: Sequence[tuple[str, str]],
+        task: str | None,
+        *,
+        known: Collection[str],
+        limit: int,
+    ) -> tuple[list[RecallRow], dict[str, float]]:
+        """Hybrid retrieval's pass (the extra ``lorestore[semantic]``): the ``limit`` lessons
+        of the rungs whose vectors are nearest the task's and that are not among ``known``,
+        read under ``recall_candidates``' conditions (score 0); and the cosine similarity to
+        the task of every lesson weighed (``known`` ones with a vector included), by id.
+        Empty without the extra, with it switched off, or without a task."""
+
+    def retrieval_model(self) -> str | None:
+        """The embedding model (``name@version``) whose vectors recall and every write use, or
+        None when retrieval is lexical only."""
+
+    def count_lessons_to_embed(self) -> int:
+        """How many lessons have no vector of the model in use, or another model's (0 without
+        the extra)."""
+
+    def embed_page(self, after: int, limit: int) -> tuple[int, int]:
+        """Embed up to ``limit`` of the lessons after pk ``after`` that lack the model's
+        vector; how many, and the last pk read (``after`` when none was left)."""
 
     def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
         """Whether ``scope`` holds more than ``than`` active, not rejected lessons (expired

@@ -131,4 +131,5 @@ class PostgresTransaction(SQLTransaction):
             params = dict(zip(LESSON_COLUMNS, imported_row(lesson), strict=True))
             row = self._one("import_lesson", params)
             pks.append(None if row is None else int(row["pk"]))
+        self._embed_imported(lessons, pks)
         return pks

@@ -592,3 +592,52 @@ ORDER BY owner COLLATE "C", project COLLATE "C", repo COLLATE "C";
 SELECT * FROM project_repos
 WHERE repo = %(repo)s AND owner = ANY (%(owners)s)
 ORDER BY project COLLATE "C", owner COLLATE "C";
+-- name: put_vector
+-- Keep a lesson's vector (replacing another model's or an older text's), unless the same
+-- vector of the same model is there already: a changed row gets this transaction's id as its
+-- generation, which every process caching the rung then reads again.
+INSERT INTO lesson_vectors (owner, lesson_pk, scope, model, model_version, vector)
+VALUES (%(owner)s, %(lesson_pk)s, %(scope)s, %(model)s, %(model_version)s, %(vector)s)
+ON CONFLICT (owner, lesson_pk) DO UPDATE
+SET model = excluded.model, model_version = excluded.model_version, vector = excluded.vector,
+    generation = excluded.generation
+WHERE (lesson_vectors.model, lesson_vectors.model_version, lesson_vectors.vector)
+      IS DISTINCT FROM (excluded.model, excluded.model_version, excluded.vector);
+
+-- name: vector_mark
+-- The oldest transaction still running: every vector written after this read has a
+-- generation at or above it (a writer that commits late included).
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark;
+
+-- name: rung_vectors
+-- A rung's vectors of the model written at or after a generation (a cache's increment).
+SELECT l.id::text AS id, v.vector
+FROM lesson_vectors AS v JOIN lessons AS l ON l.pk = v.lesson_pk
+WHERE v.owner = %(owner)s AND v.scope = %(scope)s AND v.generation >= %(since)s
+  AND v.model = %(model)s AND v.model_version = %(model_version)s;
+
+-- name: recall_by_ids
+-- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
+SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
+    source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
+FROM lessons
+WHERE id = ANY (%(ids)s::uuid[]) AND owner = ANY (%(owners)s::text[])
+  AND status = 'active' AND trust <> 'rejected';
+
+-- name: lessons_to_embed
+-- Lessons (any status) with no vector of the model, or another model's, after a pk: what
+-- `lorestore reindex` embeds, a page at a time.
+SELECT l.pk, l.owner, l.scope, l.tags, l.value
+FROM lessons AS l
+LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
+WHERE l.pk > %(after)s
+  AND (v.lesson_pk IS NULL OR v.model <> %(model)s OR v.model_version <> %(model_version)s)
+ORDER BY l.pk
+LIMIT %(limit)s;
+
+-- name: count_lessons_to_embed
+-- How many lessons lessons_to_embed would page through.
+SELECT count(*) AS n
+FROM lessons AS l
+LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
+WHERE v.lesson_pk IS NULL OR v.model <> %(model)s OR v.model_version <> %(model_version)s;

@@ -17,6 +17,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from lorestore.core.errors import LorestoreError
+from lorestore.semantic.index import Vectors
 from lorestore.storage.postgres.dialect import PostgresTransaction, Q, Row
 from lorestore.storage.postgres.errors import translate
 
@@ -28,8 +29,12 @@ _OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 class PostgresStore:
     """A lesson store in PostgreSQL, reached through a connection pool as the app role."""
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, semantic: bool = True
+    ) -> None:
         self.url = url
+        # Hybrid retrieval's model and vector index; None without the extra or switched off.
+        self.vectors = Vectors.open(semantic)
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url,
             min_size=min_size,
@@ -97,7 +102,9 @@ class PostgresStore:
                     conn.execute(Q["set_actor"], {"actor": actor or ""})
                     if register:
                         conn.execute(Q["register_actor"])
-                    yield PostgresTransaction(conn, write=write, pipeline=pipeline)
+                    tx = PostgresTransaction(conn, write=write, pipeline=pipeline)
+                    tx._vectors = self.vectors
+                    yield tx
                     conn.execute("COMMIT")
             except BaseException:
                 # A failed statement leaves the transaction aborted, and a ROLLBACK queued

@@ -95,6 +95,10 @@ class SQLBase:
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
         raise NotImplementedError
 
+    def _embed(self, lessons: Sequence[tuple[int, Lesson]]) -> None:
+        """Keep the vector of each (pk, lesson) written (sql/vectors.py)."""
+        raise NotImplementedError
+
     # Shared plumbing.
 
     def _exec(self, name: str, params: Any = ()) -> Cursor:

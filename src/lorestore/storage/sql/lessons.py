@@ -39,7 +39,9 @@ class LessonPrimitives(SQLBase):
         return [self._stored_doc(r) for r in self._all("lessons_with_keys", params)]
 
     def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
-        return self._inserted("insert_lesson", lesson_params(lesson, value_digest, None))
+        pk = self._inserted("insert_lesson", lesson_params(lesson, value_digest, None))
+        self._embed([(pk, lesson)])
+        return pk
 
     def save_lesson(
         self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None
@@ -47,6 +49,7 @@ class LessonPrimitives(SQLBase):
         params = lesson_params(lesson, value_digest, pending_version)
         params["pk"] = pk
         self._exec("save_lesson", params)
+        self._embed([(pk, lesson)])
 
     def delete_lesson(self, pk: int) -> None:
         self._exec("delete_lesson", {"pk": pk})

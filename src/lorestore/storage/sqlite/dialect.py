@@ -135,4 +135,6 @@ class SQLiteTransaction(SQLTransaction):
         cursor.row_factory = None  # plain tuples: a Row per landed lesson costs more
         landed = {ident: pk for pk, ident in cursor.execute(Q["import_staged_lessons"])}
         self._conn.execute(Q["clear_import_stage"])
-        return [landed.get(lesson.id) for lesson in lessons]
+        pks = [landed.get(lesson.id) for lesson in lessons]
+        self._embed_imported(lessons, pks)
+        return pks

@@ -701,3 +701,55 @@ ORDER BY owner, project, repo;
 SELECT * FROM project_repos
 WHERE repo = :repo AND owner IN (SELECT value FROM json_each(:owners))
 ORDER BY project, owner;
+-- name: put_vector
+-- Keep a lesson's vector (replacing another model's or an older text's), unless the same
+-- vector of the same model is there already: the REPLACE gives the row a new generation,
+-- which every process caching the rung then reads again.
+INSERT OR REPLACE INTO lesson_vectors (owner, lesson_pk, scope, model, model_version, vector)
+SELECT :owner, :lesson_pk, :scope, :model, :model_version, :vector
+WHERE NOT EXISTS (
+    SELECT 1 FROM lesson_vectors
+    WHERE owner = :owner AND lesson_pk = :lesson_pk AND model = :model
+      AND model_version = :model_version AND vector = :vector);
+
+-- name: vector_mark
+-- The generation a vector written after this read will have at least (AUTOINCREMENT never
+-- reuses a number).
+SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'lesson_vectors'), 0) + 1
+    AS mark;
+
+-- name: rung_vectors
+-- A rung's vectors of the model written at or after a generation (a cache's increment).
+SELECT l.id, v.vector
+FROM lesson_vectors AS v JOIN lessons AS l ON l.pk = v.lesson_pk
+WHERE v.owner = :owner AND v.scope = :scope AND v.generation >= :since
+  AND v.model = :model AND v.model_version = :model_version;
+
+-- name: recall_by_ids
+-- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
+SELECT *, 0.0 AS score,
+    json_extract(source, '$.agent') AS source_agent,
+    json_extract(source, '$.author') AS source_author,
+    json_extract(source, '$.commit') AS source_commit
+FROM lessons
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND owner IN (SELECT value FROM json_each(:owners))
+  AND status = 'active' AND trust != 'rejected';
+
+-- name: lessons_to_embed
+-- Lessons (any status) with no vector of the model, or another model's, after a pk: what
+-- `lorestore reindex` embeds, a page at a time.
+SELECT l.pk, l.owner, l.scope, l.tags, l.value
+FROM lessons AS l
+LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
+WHERE l.pk > :after
+  AND (v.lesson_pk IS NULL OR v.model != :model OR v.model_version != :model_version)
+ORDER BY l.pk
+LIMIT :limit;
+
+-- name: count_lessons_to_embed
+-- How many lessons lessons_to_embed would page through.
+SELECT count(*) AS n
+FROM lessons AS l
+LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
+WHERE v.lesson_pk IS NULL OR v.model != :model OR v.model_version != :model_version;

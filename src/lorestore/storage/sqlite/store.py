@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lorestore.core.records import format_ts
+from lorestore.semantic.index import Vectors
 from lorestore.storage import migrations
 from lorestore.storage.sqlite.bulk import FTS_AUTOMERGE, BulkLoad, fts_automerge, set_fts_automerge
 from lorestore.storage.sqlite.dialect import Q, SQLiteTransaction
@@ -64,8 +65,10 @@ def _identity(path: Path) -> tuple[int, int] | None:
 class SQLiteStore:
     """A lesson store in one SQLite file; migrates it on open."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, semantic: bool = True) -> None:
         self.path = Path(path)
+        # Hybrid retrieval's model and vector index; None without the extra or switched off.
+        self.vectors = Vectors.open(semantic)
         self._lock = threading.RLock()
         try:
             if str(path) != ":memory:":
@@ -158,6 +161,7 @@ class SQLiteStore:
                 raise store_error(exc) from exc
             try:
                 tx = SQLiteTransaction(self._conn, self._bulk)
+                tx._vectors = self.vectors
                 register = write and actor is not None and actor not in self._registered
                 if register:
                     tx.ensure_principal(str(actor), format_ts(datetime.now(UTC)))

@@ -1,0 +1,171 @@
+"""Stored vectors in and out, and the in-process index recall searches: each rung's vectors
+(owner, scope) kept as one float32 matrix, brought up to date on each recall by reading only
+the vectors written since the last read (their generation), so a recall at 100k lessons pays
+one matrix product, not a read of every vector."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lorestore.semantic.model import DIMENSIONS, Availability, Embedder, availability
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+# A stored component is int8: the unit vector times 127, rounded (256 bytes a lesson; the
+# cosine it gives differs from float32's by well under 0.01).
+SCALE = 127.0
+
+
+def pack(vectors: NDArray[np.float32]) -> list[bytes]:
+    """Unit vectors as the bytes the store keeps, one per row."""
+    import numpy as np
+
+    quantised = np.clip(np.rint(vectors * SCALE), -127, 127).astype(np.int8)
+    return [row.tobytes() for row in quantised]
+
+
+def unpack(blobs: Sequence[bytes]) -> NDArray[np.float32]:
+    """Stored bytes back to unit vectors (rows renormalised after the rounding)."""
+    import numpy as np
+
+    if not blobs:
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
+    raw = np.frombuffer(b"".join(bytes(b) for b in blobs), dtype=np.int8)
+    matrix = raw.reshape(len(blobs), DIMENSIONS).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: NDArray[np.float32] = matrix / norms
+    return unit
+
+
+@dataclass
+class _Rung:
+    """One rung's vectors: row i of ``matrix`` is lesson ``ids[i]``; ``since`` is the first
+    generation not read yet."""
+
+    ids: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    matrix: NDArray[np.float32] | None = None
+    since: int = 0
+
+    def update(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        import numpy as np
+
+        fresh = []
+        for n, lesson_id in enumerate(ids):
+            row = self.rows.get(lesson_id)
+            if row is None:
+                fresh.append(n)
+                continue
+            assert self.matrix is not None
+            self.matrix[row] = vectors[n]  # a new version of a lesson already here
+        if not fresh:
+            return
+        start = len(self.ids)
+        for n in fresh:
+            self.rows[ids[n]] = len(self.ids)
+            self.ids.append(ids[n])
+        needed = len(self.ids)
+        if self.matrix is None or self.matrix.shape[0] < needed:
+            # Grown by half again each time, so a rung filled one lesson at a time copies
+            # its matrix a logarithmic number of times.
+            grown = np.zeros((max(needed, needed * 3 // 2, 64), DIMENSIONS), dtype=np.float32)
+            if self.matrix is not None:
+                grown[:start] = self.matrix[:start]
+            self.matrix = grown
+        self.matrix[start:needed] = vectors[fresh]
+
+
+class VectorIndex:
+    """Every rung a process has recalled from, by (owner, scope). Rows come from the store
+    under the caller's row-level security; a rung is only ever asked for by a recall whose
+    actor may read it (the service resolves each rung's owner first), and the candidates it
+    names are read again from the store, under the same rules, before recall weighs them."""
+
+    def __init__(self) -> None:
+        self._rungs: dict[tuple[str, str], _Rung] = {}
+        self._lock = threading.Lock()
+
+    def since(self, address: tuple[str, str]) -> int:
+        rung = self._rungs.get(address)
+        return 0 if rung is None else rung.since
+
+    def update(
+        self, address: tuple[str, str], rows: Iterable[tuple[str, bytes]], mark: int
+    ) -> None:
+        """Add or replace the rung's vectors read at ``since``; ``mark`` is read next."""
+        found = list(rows)
+        with self._lock:
+            rung = self._rungs.setdefault(address, _Rung())
+            if found:
+                rung.update([lesson_id for lesson_id, _ in found], unpack([v for _, v in found]))
+            rung.since = max(rung.since, mark)
+
+    def nearest(
+        self, addresses: Sequence[tuple[str, str]], query: NDArray[np.float32], limit: int
+    ) -> dict[str, float]:
+        """The ``limit`` lessons of these rungs most similar to ``query`` (a unit vector), by
+        id, with their cosine similarity."""
+        import numpy as np
+
+        scored: list[tuple[float, str]] = []
+        with self._lock:  # a server's threads recall and update at once
+            rungs = [self._rungs.get(address) for address in addresses]
+            # ids only grows at its end: its first rows stay those of the matrix's rows.
+            views = [(r.ids, r.matrix[: len(r.ids)]) for r in rungs if r and r.matrix is not None]
+        for ids, matrix in views:
+            if matrix.shape[0] == 0:
+                continue
+            sims = matrix @ query
+            if len(sims) > limit:
+                best = np.argpartition(-sims, limit - 1)[:limit]
+            else:
+                best = np.arange(len(sims))
+            scored.extend((float(sims[i]), ids[i]) for i in best)
+        scored.sort(reverse=True)
+        return {lesson_id: sim for sim, lesson_id in scored[:limit]}
+
+    def similarity(
+        self, addresses: Sequence[tuple[str, str]], query: NDArray[np.float32], ids: Iterable[str]
+    ) -> dict[str, float]:
+        """The cosine similarity to ``query`` of those of ``ids`` that have a vector here."""
+        wanted = set(ids)
+        found: dict[str, float] = {}
+        with self._lock:
+            for address in addresses:
+                rung = self._rungs.get(address)
+                if rung is None or rung.matrix is None:
+                    continue
+                for lesson_id in wanted.intersection(rung.rows):
+                    found[lesson_id] = float(rung.matrix[rung.rows[lesson_id]] @ query)
+        return found
+
+
+class Vectors:
+    """What a store holds for hybrid retrieval: the model (loaded on first use) and the index
+    of the rungs recalled in this process. None on a store where the extra is missing or
+    switched off (LORESTORE_SEMANTIC=off)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.index = VectorIndex()
+
+    @property
+    def model(self) -> str:
+        return self.embedder.name
+
+    @property
+    def version(self) -> str:
+        return self.embedder.version
+
+    @classmethod
+    def open(cls, enabled: bool = True) -> Vectors | None:
+        state: Availability = availability(enabled)
+        if not state.installed or state.version is None:
+            return None
+        return cls(Embedder(state.version))

@@ -1,0 +1,29 @@
+"""The fusion rule of hybrid retrieval (core/fusion.py): full-text and semantic evidence add
+up, a similarity below the floor adds nothing, and a lesson neither matches keeps 0."""
+
+from __future__ import annotations
+
+from lorestore.core.fusion import SIMILARITY_FLOOR, fuse, related
+
+
+def test_words_and_meaning_add_up_and_unrelated_stays_zero() -> None:
+    lexical = {"both": 4.0, "words": 4.0, "meaning": 0.0, "neither": 0.0, "weak": 2.0}
+    similarity = {"both": 0.7, "words": 0.0, "meaning": 0.7, "neither": 0.1, "weak": 0.7}
+    fused = fuse(lexical, similarity)
+    assert fused["both"] > fused["words"] > 0
+    assert fused["both"] > fused["meaning"] > 0
+    assert fused["both"] > fused["weak"] > fused["meaning"]
+    assert fused["neither"] == 0.0  # below the floor: no evidence at all
+
+
+def test_without_similarities_the_full_text_order_is_kept() -> None:
+    lexical = {"a": 3.0, "b": 2.0, "c": 0.0}
+    fused = fuse(lexical, {})
+    assert sorted(fused, key=lambda k: -fused[k]) == ["a", "b", "c"] and fused["c"] == 0.0
+
+
+def test_the_floor_is_where_meaning_starts_to_count() -> None:
+    at, above = SIMILARITY_FLOOR, SIMILARITY_FLOOR + 0.01
+    fused = fuse({"at": 0.0, "above": 0.0}, {"at": at, "above": above})
+    assert fused["at"] == 0.0 and fused["above"] > 0.0
+    assert not related(at) and related(above)
