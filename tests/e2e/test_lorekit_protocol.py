@@ -236,3 +236,17 @@ def test_two_tenants_cannot_see_or_change_each_others_lessons(kit: Kit) -> None:
     assert kit.read("alice-only")["value"] == "Alice's deploy checklist"
     assert kit.read("alice-only")["status"] == "active"
     assert "Bob's text" in kit.lk("show", f"{S}::alice-only", token=bob).stdout
+
+
+def test_a_token_in_the_url_works_on_the_mount_and_never_reaches_the_log(kit: Kit) -> None:
+    """LoreKit's older .mcp.json form (``…/mcp?token=``), through a real server process."""
+    token = kit.lk.token
+    with kit.server.rest(None) as http:
+        answer = http.get("/lorekit/functions/v1/memories", params={"scope": S, "token": token})
+        own = http.get("/api/v1/memory_list", params={"scope": S, "token": token})
+    assert answer.status_code == 200 and answer.headers["deprecation"] == "true"
+    assert own.status_code == 401  # lorestore's own routes never take one
+    kit.server.stop()
+    records = [r for r in kit.server.log_records() if r.get("event") == "request"]
+    assert any(r["path"] == "/lorekit/functions/v1/memories" and r["token_id"] for r in records)
+    assert token not in kit.server.stderr and token[:12] not in kit.server.stderr

@@ -99,9 +99,14 @@ Tool = Callable[[LoreKitOperations, Actor, dict[str, Any]], Any]
 
 
 def _write(ops: LoreKitOperations, actor: Actor, args: dict[str, Any]) -> Any:
-    written = ops.write(actor, parse(MemoryWrite, args)).entry
-    result = {"id": written["id"], "created_at": written["created_at"]}
-    return result | ({"expires_at": written["expires_at"]} if written["expires_at"] else {})
+    written = ops.write(actor, parse(MemoryWrite, args))
+    entry = written.entry
+    result = {"id": entry["id"], "created_at": entry["created_at"]}
+    if entry["expires_at"]:
+        result["expires_at"] = entry["expires_at"]
+    if written.proposed:  # a success, as LoreKit's upsert would be, with what happened
+        result["notice"] = "a person verified this memory: the new value awaits their review"
+    return result
 
 
 def _read(ops: LoreKitOperations, actor: Actor, args: dict[str, Any]) -> Any:
