@@ -152,8 +152,9 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
           f"{args.warmup}; calibration {cal[0]:.1f} µs before, {cal[1]:.1f} µs after; load "
           f"{result['loadavg_start'][0]:.1f} -> {result['loadavg_end'][0]:.1f}")  # fmt: skip
     for name, row in result["summary"].items():
+        lines = result["output_lines"][name]
         print(f"  {name:18} p50 {row['p50_ms']:6.0f} ms  p95 {row['p95_ms']:6.0f} ms  "
-              f"min {row['min_ms']:5.0f} ms  output {result['output_lines'][name]} lines")  # fmt: skip
+              f"min {row['min_ms']:5.0f} ms  output {lines} lines")  # fmt: skip
     for command, ratio in result["ratio_of_medians"].items():
         print(f"  {command}: lorestore's mount ÷ LoreKit's local store, medians {ratio:.2f}")
     if args.json:
