@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from tests.conftest import Cli
+from tests.conftest import Cli, set_cap
 from tests.serving import Api, backend_api
 
 M = "/lorekit/functions/v1"
@@ -89,6 +89,8 @@ def test_write_maps_lorekits_fields_and_leaves_ours_out(api: Api, kit: str) -> N
     assert lesson["source"]["agent"] == "claude" and lesson["source"]["pr"] == 12
     assert lesson["kind"] == "signal" and "host::reviewer" in lesson["tags"]
     assert write(api, kit, key="retry", value="Retry twice").status_code == 200  # an update
+    events = api.ok("memory_audit", {"scope": S, "key": "retry"})["events"]
+    assert events and all(e["actor"] == "user:local" for e in events)  # the service audited
 
 
 def test_bad_input_is_refused_with_lorekits_body_and_changes_nothing(api: Api, kit: str) -> None:
@@ -164,6 +166,15 @@ def test_rate_limit_is_429_with_retry_after_in_both_forms(api: Api, kit: str) ->
     limited = call(api, "GET", "/memories/scopes", kit)
     assert limited.status_code == 429 and limited.json()["code"] == "rate_limited"
     assert int(limited.headers["retry-after"]) == limited.json()["retryAfterSeconds"] >= 1
+
+
+def test_a_cap_is_lorekits_terminal_429_memory_cap(api: Api, kit: str) -> None:
+    assert write(api, kit, key="first", value="one").status_code == 201  # the control
+    set_cap(api.service.store, "user:local", 1)
+    capped = write(api, kit, key="second", value="two")
+    assert capped.status_code == 429 and capped.json()["code"] == "memory_cap"
+    assert "retry-after" not in capped.headers  # not a wait: `lorekit migrate` stops
+    assert [e["key"] for e in api.ok("memory_list", {"scope": S})["lessons"]] == ["first"]
 
 
 def test_a_query_token_works_on_this_mount_only_warned_and_never_logged(
