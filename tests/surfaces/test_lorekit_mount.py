@@ -220,3 +220,27 @@ def test_the_mcp_endpoint_has_lorekits_tools_and_shapes(api: Api, kit: str) -> N
 
     anyio.run(session)
     assert api.ok("memory_read", {"scope": S, "key": "k"})["lesson"]["value"] == "v1"
+
+
+def test_orgs_and_purges_are_an_admins_through_the_mount(api: Api, kit: str) -> None:
+    created = call(api, "POST", "/orgs", api.token, json={"slug": "acme", "name": "Acme"})
+    assert created.status_code == 201, created.text
+    assert {k: created.json()[k] for k in ("id", "slug", "name")} == {
+        "id": "acme",
+        "slug": "acme",
+        "name": "Acme",
+    }
+    assert [o["slug"] for o in call(api, "GET", "/orgs", api.token).json()["entries"]] == ["acme"]
+    refused = call(api, "POST", "/orgs", kit, json={"slug": "other", "name": "Other"})
+    assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
+    renamed = call(api, "PATCH", "/orgs/acme", api.token, json={"name": "Acme Inc"})
+    assert renamed.status_code == 405 and "rename" in renamed.json()["error"]
+    assert write(api, kit, key="old", value="archived long ago").status_code == 201
+    assert (
+        call(api, "DELETE", "/memories", kit, params={"scope": S, "key": "old"}).status_code == 204
+    )
+    purged = call(api, "POST", "/memories/purge", api.token, json={"retention_days": 1})
+    assert purged.json() == {"purged": 0}  # archived today: kept
+    expired = call(api, "POST", "/memories/purge-expired", api.token)
+    assert expired.status_code == 200 and expired.json() == {"purged": 0}
+    assert api.ok("memory_history", {"scope": S, "key": "old"})["status"] == "archived"
