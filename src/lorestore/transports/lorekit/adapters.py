@@ -78,7 +78,8 @@ class LoreKitOperations:
         pages, each read whole so that its cursor stays exact."""
         if query.scope is None:
             # LoreKit lists every scope when none is named; lorestore never reads "all"
-            # (DESIGN §1). The caller is authorised (doctor's probe), and told.
+            # (DESIGN §1). The caller's read permission is still checked: this is doctor's
+            # authentication probe, which a 2xx passes.
             self.service.memory_scopes(actor, NoParams())
             return Page([], False, None)
         if query.key is not None:
