@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
 from tests.gitrepo import make_work_tree
 from tests.lorekit import LOREKIT, LoreKitCli, node_or_skip
-from tests.serving import Server
+from tests.serving import Server, mcp_client
 
 from lorestore.auth.actor import local_actor
 from lorestore.composition import build_service
@@ -241,6 +241,17 @@ def test_two_tenants_cannot_see_or_change_each_others_lessons(kit: Kit) -> None:
 def test_a_token_in_the_url_works_on_the_mount_and_never_reaches_the_log(kit: Kit) -> None:
     """LoreKit's older .mcp.json form (``…/mcp?token=``), through a real server process."""
     token = kit.lk.token
+    assert kit.lk("write", "global::pg-local", "Integration suites need PostgreSQL").returncode == 0
+
+    async def agent() -> str:  # as `npx mcp-remote URL?token=...` connects: no header
+        path = f"/lorekit/functions/v1/mcp?token={token}"
+        async with mcp_client(kit.server.url, None, path=path) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert {"memory.read", "memory.write", "memory.search"} <= tools
+            read = await client.call_tool("memory.read", {"scope": "global", "key": "pg-local"})
+            return read.content[0].text  # type: ignore[union-attr]
+
+    assert "Integration suites need PostgreSQL" in json.loads(anyio.run(agent))["value"]
     with kit.server.rest(None) as http:
         answer = http.get("/lorekit/functions/v1/memories", params={"scope": S, "token": token})
         own = http.get("/api/v1/memory_list", params={"scope": S, "token": token})
