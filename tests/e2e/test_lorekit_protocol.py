@@ -140,7 +140,7 @@ def test_doctor_deep_passes_every_server_check(kit: Kit) -> None:
     assert "round-trip" in kit.read("lorekit-memory::doctor-check")["value"]
 
 
-def _hook(kit: Kit, event: str, **payload: str) -> str:
+def _hook(kit: Kit, event: str, **payload: object) -> str:
     body = {"hook_event_name": event, "cwd": str(kit.lk.cwd), **payload}
     done = kit.lk("hook", "--adapter", "claude", "--event", event, input=json.dumps(body))
     assert done.returncode == 0, done.stderr
@@ -159,6 +159,14 @@ def test_claude_code_hooks_read_lessons_through_the_mount(kit: Kit) -> None:
     prompt = _hook(kit, "UserPromptSubmit", session_id="s2", prompt="why are flaky tests retried")
     context = json.loads(prompt)["hookSpecificOutput"]["additionalContext"]
     assert "retry-policy" in context and "pg-local" not in context, context
+    failed = _hook(
+        kit,
+        "PostToolUseFailure",
+        session_id="s4",
+        tool_name="Bash",
+        tool_response={"stderr": "flaky network test timed out"},
+    )
+    assert "retry-policy" in json.loads(failed)["hookSpecificOutput"]["additionalContext"]
     # A prompt that matches nothing stays silent (the control for the hit above).
     assert _hook(kit, "UserPromptSubmit", session_id="s3", prompt="rename the logo asset") == ""
     lesson = kit.read("retry-policy")
