@@ -78,11 +78,16 @@ class LoreKitCli:
     def __call__(
         self, *args: str, input: str | None = None, token: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        env = self.environment(**({"LOREKIT_TOKEN": token} if token else {}))
+        return self.run(*args, input=input, env={"LOREKIT_TOKEN": token} if token else {})
+
+    def run(
+        self, *args: str, input: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The CLI with ``env`` over its environment."""
         return subprocess.run(
             [self.node, str(LOREKIT / "lorekit.mjs"), *args],
             cwd=self.cwd,
-            env=env,
+            env=self.environment(**(env or {})),
             input=input,
             capture_output=True,
             text=True,

@@ -269,3 +269,18 @@ def test_a_token_in_the_url_works_on_the_mount_and_never_reaches_the_log(kit: Ki
     records = [r for r in kit.server.log_records() if r.get("event") == "request"]
     assert any(r["path"] == "/lorekit/functions/v1/memories" and r["token_id"] for r in records)
     assert token not in kit.server.stderr and token[:12] not in kit.server.stderr
+
+
+def test_lorekit_migrate_moves_a_local_tree_through_the_mount(kit: Kit, tmp_path: Path) -> None:
+    tree = tmp_path / "laptop-tree"
+    local = {"LOREKIT_HOME": str(tree), "LOREKIT_MODE": "local"}
+    for address, value in (("global::local-one", "From the laptop"), (f"{S}::two", "Second")):
+        written = kit.lk.run("write", "--local", address, value, env=local)
+        assert written.returncode == 0, written.stderr
+    moved = kit.lk("migrate", "--from", str(tree), "--to", "remote", "--yes")
+    assert moved.returncode == 0 and "2 new" in moved.stdout, moved.stdout + moved.stderr
+    assert kit.read("local-one", "global")["value"] == "From the laptop"
+    assert kit.read("two")["value"] == "Second"
+    again = kit.lk("migrate", "--from", str(tree), "--to", "remote", "--yes")
+    assert again.returncode == 0 and "2 unchanged" in again.stdout, again.stdout
+    assert kit.read("two")["version"] == 1  # the same value again: no new version

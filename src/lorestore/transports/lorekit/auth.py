@@ -9,6 +9,7 @@ a ``Warning`` saying how to send it instead. Health is public, as LoreKit's is.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -39,9 +40,11 @@ DEPRECATION_WARNING = (
 
 def lorekit_actor(scope: Mapping[str, Any]) -> Actor:
     """Who a LoreKit request acts as: the actor of its token, as lorestore's own surfaces
-    take it. This is where a LoreKit request's context is built; the project rung, derived
+    take it, with no agent name of its own: LoreKit stores ``source_agent`` as the client
+    states it (null when omitted), and ``lorekit migrate`` compares it so; the lesson's
+    ``source.session`` (``token-ID``) and the request log still name the token. This is where a LoreKit request's context is built; the project rung, derived
     from the repository the way recall derives it, belongs here once projects exist."""
-    return actor_of(scope)
+    return dataclasses.replace(actor_of(scope), agent=None)
 
 
 def _take_query_token(scope: Scope) -> str | None:
