@@ -42,8 +42,10 @@ def lorekit_actor(scope: Mapping[str, Any]) -> Actor:
     """Who a LoreKit request acts as: the actor of its token, as lorestore's own surfaces
     take it, with no agent name of its own: LoreKit stores ``source_agent`` as the client
     states it (null when omitted), and ``lorekit migrate`` compares it so; the lesson's
-    ``source.session`` (``token-ID``) and the request log still name the token. This is where a LoreKit request's context is built; the project rung, derived
-    from the repository the way recall derives it, belongs here once projects exist."""
+    ``source.session`` (``token-ID``) and the request log still name the token.
+
+    This is where a LoreKit request's context is built; the project rung, derived from the
+    repository the way recall derives it, belongs here once projects exist."""
     return dataclasses.replace(actor_of(scope), agent=None)
 
 
