@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import Lesson, Source
 from lorestore.models import WriteParams
+from lorestore.operations import BY_NAME
 
 HOST_TAG = "host::"
 MAX_LIMIT = 100  # LoreKit's bound on a page
@@ -142,7 +143,9 @@ def write_params(body: MemoryWrite) -> WriteParams:
     }
     if source != Source():
         arguments["source"] = source
-    return WriteParams.model_validate(arguments)
+    params = BY_NAME["memory_write"].parse(arguments)  # a refusal in lorestore's own words
+    assert isinstance(params, WriteParams)
+    return params
 
 
 def host_of(lesson: Lesson) -> str | None:
