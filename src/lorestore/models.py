@@ -375,6 +375,11 @@ class TokenCreateParams(Params):
     )
     orgs: list[str] | None = Field(None, description="confine the token to these orgs")
     expires_days: int | None = Field(None, description="expire after this many days (1-3650)")
+    lorekit: bool = Field(
+        False,
+        description="in LoreKit's form (lk_rw_ for write, lk_ro_ for read), for LoreKit's CLI, "
+        "hooks and .mcp.json files at /lorekit/functions/v1/",
+    )
 
 
 class TokenInfo(Result):

@@ -7,7 +7,6 @@ written by the real, unmodified LoreKit CLI (``../shared/peers/lorekit-cli``).""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +15,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.conftest import Cli
+from tests.lorekit import LOREKIT, node_or_skip
 
-
-def _lorekit_bin() -> Path:
-    """LoreKit's CLI in ``shared/peers`` beside the checkout (or beside a folder above it, for
-    a clone made deeper down), else where this machine keeps the shared folder."""
-    checkout = Path(__file__).resolve().parents[2]
-    for folder in (*checkout.parents, Path("/work")):
-        candidate = folder / "shared" / "peers" / "lorekit-cli" / "bin"
-        if (candidate / "lorekit.mjs").exists():
-            return candidate
-    return checkout.parent / "shared" / "peers" / "lorekit-cli" / "bin"
-
-
-LOREKIT = _lorekit_bin()
 WRITTEN = {
     "global": "g",  # the control: a scope LoreKit places itself
     "Repo::Acme/App": "mixed-case",
@@ -39,12 +26,7 @@ WRITTEN = {
 
 
 def _lorekit_tree(home: Path) -> None:
-    node = shutil.which("node")
-    if node is None or not (LOREKIT / "lorekit.mjs").exists():
-        message = "LoreKit's CLI needs node and ../shared/peers/lorekit-cli"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: never skipped)")
-        pytest.skip(message)
+    node = node_or_skip()
     env = {**os.environ, "LOREKIT_MODE": "local", "LOREKIT_HOME": str(home)}
     env["LOREKIT_TELEMETRY"] = "0"
     params = StdioServerParameters(

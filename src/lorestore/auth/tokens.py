@@ -2,7 +2,10 @@
 ``core.patterns``).
 
 A token is ``lst_`` followed by 43 URL-safe characters (256 random bits). Only its SHA-256
-is stored; the plaintext is shown once at creation.
+is stored; the plaintext is shown once at creation. A token made for LoreKit's clients
+(``token create --lorekit``) carries LoreKit's prefix instead, ``lk_rw_`` for a write token and
+``lk_ro_`` for a read one (LoreKit's ``doctor`` reads the prefix), with the same 43 characters,
+the same hash and the same table: one token system, two spellings.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from lorestore.auth.actor import Permission
 from lorestore.core.errors import LorestoreError
 
 TOKEN_PREFIX = "lst_"  # noqa: S105 - a public prefix, not a secret
-_TOKEN_RE = re.compile(r"^lst_[A-Za-z0-9_-]{43}$")
+# LoreKit's prefixes by the permission they name; only agents' permissions have one.
+LOREKIT_PREFIXES: dict[Permission, str] = {"write": "lk_rw_", "read": "lk_ro_"}
+TOKEN_PATTERN = r"(?:lst_|lk_rw_|lk_ro_)[A-Za-z0-9_-]{43}"  # noqa: S105 - a shape, no secret
+_TOKEN_RE = re.compile(f"^{TOKEN_PATTERN}$")
 PERMISSION_LEVELS: tuple[Permission, ...] = ("read", "write", "review", "admin")
 
 
-def generate_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+def generate_token(prefix: str = TOKEN_PREFIX) -> str:
+    return prefix + secrets.token_urlsafe(32)
 
 
 def hash_token(token: str) -> str:

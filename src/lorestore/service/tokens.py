@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import (
+    LOREKIT_PREFIXES,
+    TOKEN_PREFIX,
     generate_token,
     hash_token,
     implied_permissions,
@@ -61,6 +63,21 @@ def _budget_unchecked(error: str) -> LorestoreError:
         hint="check the store (restart the server if its file was deleted or replaced)",
         details={"error": error},
     )
+
+
+def _prefix(p: TokenCreateParams) -> str:
+    """The token's prefix: lorestore's, or LoreKit's for the permission (an agent's only:
+    LoreKit's clients live in agents' configuration files, where a person's token must not)."""
+    if not p.lorekit:
+        return TOKEN_PREFIX
+    if p.permission not in LOREKIT_PREFIXES:
+        raise LorestoreError(
+            "invalid_argument",
+            f"a LoreKit token is a read or write token, not {p.permission}",
+            hint="use --permission write (lk_rw_) or read (lk_ro_); a person reviews with "
+            "their own lorestore token",
+        )
+    return LOREKIT_PREFIXES[p.permission]
 
 
 def _unauthenticated(message: str) -> LorestoreError:
@@ -143,7 +160,7 @@ class TokenOperations(ServiceBase):
                 hint="ask for fewer expires_days, or omit them to expire with this token",
                 details={"token_expires_at": limit},
             )
-        secret = generate_token()
+        secret = generate_token(_prefix(p))
         record = TokenRecord(
             id=str(uuid.uuid4()),
             principal=actor.principal,

@@ -1,7 +1,7 @@
 """The ASGI application of ``lorestore serve``: REST routes and OpenAPI from the catalog, the
-MCP endpoint, health; wrapped in the request log, CORS (only when configured), the body limit
-and bearer authentication, outermost first. The server assembles the transports here; none of
-them calls another."""
+MCP endpoint, health, LoreKit's protocol at ``/lorekit/functions/v1``; wrapped in the request
+log, CORS (only when configured), the body limit and bearer authentication, outermost first.
+The server assembles the transports here; none of them calls another."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from lorestore import __version__
 from lorestore.composition import sweep_plan
@@ -34,6 +34,8 @@ from lorestore.transports.http.openapi import openapi_document
 from lorestore.transports.http.rest import rest_routes
 from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
+from lorestore.transports.lorekit import MOUNT as LOREKIT_MOUNT
+from lorestore.transports.lorekit.mount import LoreKitMount
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
 
 CORS_HEADERS = [
@@ -123,17 +125,19 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
     stack.append(
         Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=STREAMED_BODIES)
     )
-    stack.append(Middleware(BearerAuth, service=service))
+    # The LoreKit mount authenticates its own requests: it also takes LoreKit's ?token= form.
+    stack.append(Middleware(BearerAuth, service=service, own_auth=(LOREKIT_MOUNT + "/",)))
     return stack
 
 
 def build_app(service: LessonService, settings: Settings) -> Starlette:
     """The application; ``settings.maintenance_hours`` None leaves maintenance to cron."""
     mcp = StreamableHTTPEndpoint(service, actor_of, max_request_bytes=settings.max_request_bytes)
+    lorekit = LoreKitMount(service, max_request_bytes=settings.max_request_bytes)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp.lifespan(), anyio.create_task_group() as tasks:
+        async with mcp.lifespan(), lorekit.lifespan(), anyio.create_task_group() as tasks:
             if settings.maintenance_hours is not None:
                 run = partial(
                     Maintenance(service).run, sweep_plan(settings), principal=settings.principal
@@ -148,6 +152,7 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
         Route("/mcp", mcp),
         *rest_routes(service),
         *streaming_routes(service),
+        Mount(LOREKIT_MOUNT, app=lorekit.app),
     ]
     return Starlette(
         routes=routes,

@@ -114,12 +114,15 @@ def actor_of(scope: Mapping[str, Any]) -> Actor:
 class BearerAuth:
     """Authenticates every request except health and the OpenAPI document."""
 
-    def __init__(self, app: ASGIApp, service: LessonService) -> None:
+    def __init__(
+        self, app: ASGIApp, service: LessonService, own_auth: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.service = service
+        self.own_auth = own_auth  # path prefixes of mounts that authenticate for themselves
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"].startswith(self.own_auth):
             await self.app(scope, receive, send)
             return
         try:

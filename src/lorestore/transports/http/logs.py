@@ -17,6 +17,7 @@ from typing import Any, Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorestore.auth.actor import Actor
+from lorestore.auth.tokens import TOKEN_PATTERN
 from lorestore.core.records import format_ts
 from lorestore.transports.http.auth import ACTOR_KEY
 from lorestore.transports.http.errors import ERROR_KEY
@@ -24,7 +25,7 @@ from lorestore.transports.http.errors import ERROR_KEY
 REQUEST_LOG = logging.getLogger("lorestore.http.request")
 OPERATION_KEY = "lorestore.operation"
 FIELDS = "fields"  # the LogRecord attribute that carries a record's structured fields
-_TOKEN_RE = re.compile(r"lst_[A-Za-z0-9_-]{43}")
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
 
 
 class JsonFormatter(logging.Formatter):
@@ -117,7 +118,7 @@ class RequestLog:
 def _fields(scope: Scope, status: int, started: float) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "method": scope["method"],
-        "path": _TOKEN_RE.sub("lst_[redacted]", scope["path"]),
+        "path": _TOKEN_RE.sub("[redacted token]", scope["path"]),
         "status": status,
         "duration_ms": round((time.perf_counter() - started) * 1000, 2),
     }

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from mcp.server import ServerRequestContext
+from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -26,23 +26,13 @@ from lorestore.transports.mcp.server import build_server, local_invoker
 ActorOf = Callable[[Mapping[str, Any]], Actor]
 
 
-class StreamableHTTPEndpoint:
-    """The ASGI app to route ``/mcp`` to. It serves while ``lifespan()`` runs, which starts a
-    fresh SDK session manager each time (a manager runs only once; an app may start again)."""
+class SessionEndpoint:
+    """The ASGI app serving one MCP ``Server`` over stateless, JSON-answering streamable HTTP.
+    It serves while ``lifespan()`` runs, which starts a fresh SDK session manager each time (a
+    manager runs only once; an app may start again)."""
 
-    def __init__(self, service: LessonService, actor_of: ActorOf, *, max_request_bytes: int):
-        def caller(ctx: ServerRequestContext[Any]) -> Actor:
-            request = ctx.request
-            if not isinstance(request, Request):
-                raise LorestoreError(
-                    "unauthenticated", "this MCP call came without an HTTP request"
-                )
-            return actor_of(request.scope)
-
-        self._server = build_server(
-            lambda ctx: local_invoker(service, caller(ctx)),
-            lambda ctx: caller(ctx).permissions,
-        )
+    def __init__(self, server: Server[Any], *, max_request_bytes: int) -> None:
+        self._server = server
         self._max_request_bytes = max_request_bytes
         self._manager: StreamableHTTPSessionManager | None = None
 
@@ -65,3 +55,22 @@ class StreamableHTTPEndpoint:
         if self._manager is None:
             raise RuntimeError("the MCP endpoint serves only while its lifespan runs")
         await self._manager.handle_request(scope, receive, send)
+
+
+def request_actor(ctx: ServerRequestContext[Any], actor_of: ActorOf) -> Actor:
+    """The actor of the HTTP request an MCP call came in (authenticated before the SDK)."""
+    request = ctx.request
+    if not isinstance(request, Request):
+        raise LorestoreError("unauthenticated", "this MCP call came without an HTTP request")
+    return actor_of(request.scope)
+
+
+class StreamableHTTPEndpoint(SessionEndpoint):
+    """lorestore's own tools at ``/mcp``."""
+
+    def __init__(self, service: LessonService, actor_of: ActorOf, *, max_request_bytes: int):
+        server = build_server(
+            lambda ctx: local_invoker(service, request_actor(ctx, actor_of)),
+            lambda ctx: request_actor(ctx, actor_of).permissions,
+        )
+        super().__init__(server, max_request_bytes=max_request_bytes)
