@@ -13,6 +13,7 @@ from lorestore.core.audit import check_chain
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.normalise import value_digests
 from lorestore.core.patterns import scope_allowed
+from lorestore.core.recall import outside_unverified
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.search import (
@@ -178,6 +179,13 @@ class ReadOperations(ServiceBase):
                 (self._owner_for(tx, actor, s, write=False, bindings=bindings), s) for s in scopes
             ]
             hits = tx.search(addresses, terms, tags=tags, now=self._now(), limit=limit)
+        # An outside author's lesson reaches nobody's task before a person verifies it
+        # (core.recall holds it from recall the same way); the review queue lists it.
+        hits = [
+            h
+            for h in hits
+            if not outside_unverified(h.lesson.trust, h.lesson.source.author_association)
+        ]
         return SearchResult(
             hits=[SearchHitOut(lesson=h.lesson, score=h.score, snippet=h.snippet) for h in hits]
         )

@@ -8,9 +8,10 @@ from lorestore.storage.sql.base import SQLBase, stored
 from lorestore.storage.sql.bulk import BulkPrimitives
 from lorestore.storage.sql.lessons import LessonPrimitives
 from lorestore.storage.sql.tenancy import TenancyPrimitives
+from lorestore.storage.sql.webhooks import WebhookPrimitives
 
 
-class SQLTransaction(LessonPrimitives, TenancyPrimitives, BulkPrimitives):
+class SQLTransaction(LessonPrimitives, TenancyPrimitives, BulkPrimitives, WebhookPrimitives):
     """Every shared primitive; the backend's subclass adds its dialect."""
 
 

@@ -23,6 +23,7 @@ from lorestore import __version__
 from lorestore.composition import sweep_plan
 from lorestore.config import Settings
 from lorestore.core.errors import LorestoreError
+from lorestore.ingest.models import WEBHOOK_PATH
 from lorestore.service import LessonService
 from lorestore.service.maintenance import Maintenance
 from lorestore.transports.http import AGENT_HEADER, API_PREFIX, OPENAPI_PATH, SESSION_HEADER
@@ -34,6 +35,7 @@ from lorestore.transports.http.openapi import openapi_document
 from lorestore.transports.http.rest import rest_routes
 from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
+from lorestore.transports.http.webhook import webhook_routes
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
 
 CORS_HEADERS = [
@@ -121,7 +123,12 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
             )
         )
     stack.append(
-        Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=STREAMED_BODIES)
+        # The webhook reads its own body, up to GitHub's maximum (transports/http/webhook.py).
+        Middleware(
+            BodyLimit,
+            max_bytes=settings.max_request_bytes,
+            streamed=STREAMED_BODIES | {WEBHOOK_PATH},
+        )
     )
     stack.append(Middleware(BearerAuth, service=service))
     return stack
@@ -148,6 +155,7 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
         Route("/mcp", mcp),
         *rest_routes(service),
         *streaming_routes(service),
+        *webhook_routes(service),
     ]
     return Starlette(
         routes=routes,
