@@ -49,6 +49,9 @@ TENANT_TABLES = frozenset(
         "scope_bindings",
         "token_usage",
         "foreign_records",
+        "webhooks",
+        "webhook_deliveries",
+        "webhook_counts",
     }
 )
 

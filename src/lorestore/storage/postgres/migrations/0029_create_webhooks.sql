@@ -20,8 +20,10 @@
 --   landed in (the capture acts as that tenant) and read by its members. The definer function
 --   is how a delivery is authenticated before any actor is known, as
 --   lorestore_token_by_hash is for a token: it returns ciphertext only, which nothing but the
---   server holding the key can open, and no owner's lessons. No DELETE on deliveries or counts
---   for the app role beyond its own owners' rows.
+--   server holding the key can open, and no owner's lessons. The app role may update only
+--   the columns the service changes (a secret on rotation, a count, a delivery's outcome), so
+--   no row's owner or target ever changes; it deletes only its own owners' rows, and never a
+--   count.
 -- Compatibility: additive; code of the previous release never reads these tables.
 -- Verify: as lorestore_app with no actor set, `SELECT count(*) FROM webhooks` is 0 while
 --   `SELECT count(*) FROM lorestore_webhook_secrets()` counts every webhook; with an actor
@@ -88,10 +90,12 @@ CREATE POLICY counts_update ON webhook_counts FOR UPDATE
     USING (owner = ANY ((SELECT lorestore_writable_owners())::text[]))
     WITH CHECK (owner = ANY ((SELECT lorestore_writable_owners())::text[]));
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON webhooks TO lorestore_app;
+GRANT SELECT, INSERT, DELETE ON webhooks TO lorestore_app;
+GRANT UPDATE (secret, previous_secret, previous_until, rotated_at) ON webhooks TO lorestore_app;
 GRANT SELECT, INSERT, DELETE ON webhook_deliveries TO lorestore_app;
 GRANT UPDATE (outcome) ON webhook_deliveries TO lorestore_app;
-GRANT SELECT, INSERT, UPDATE ON webhook_counts TO lorestore_app;
+GRANT SELECT, INSERT ON webhook_counts TO lorestore_app;
+GRANT UPDATE (count, last_at) ON webhook_counts TO lorestore_app;
 
 -- Every webhook's encrypted secrets: a delivery names its repository only in the body, which
 -- is not parsed before its signature holds, so the server tries the secrets it keeps.

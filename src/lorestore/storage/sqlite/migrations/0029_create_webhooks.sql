@@ -12,7 +12,8 @@
 --   kept for a retention window (the maintenance sweep erases older ones). `webhook_counts`
 --   (owner, target, reason): how many deliveries ended each way.
 -- Tenancy: keys start with the owner, as on PostgreSQL (where row-level security confines
---   each table to its owner; the embedded store has one person).
+--   each table to its owner; the embedded store has one person); a row's owner never changes
+--   (triggers, as migration 0018 keeps the other tenant tables' keys).
 -- Compatibility: additive; code of the previous release never reads these tables.
 -- Verify: `lorestore webhook add acme/app` then `sqlite3 lorestore.db 'SELECT owner, target,
 --   substr(secret, 1, 6) FROM webhooks'` shows a Fernet token (gAAAAA...), never the secret.
@@ -49,3 +50,18 @@ CREATE TABLE webhook_counts (
     last_at  TEXT NOT NULL,
     PRIMARY KEY (owner, target, reason)
 );
+
+CREATE TRIGGER webhooks_keys_frozen BEFORE UPDATE OF owner ON webhooks
+    WHEN old.owner IS NOT new.owner BEGIN
+    SELECT RAISE(ABORT, 'owner of webhooks is immutable: a row stays in its tenant');
+END;
+
+CREATE TRIGGER webhook_deliveries_keys_frozen BEFORE UPDATE OF owner ON webhook_deliveries
+    WHEN old.owner IS NOT new.owner BEGIN
+    SELECT RAISE(ABORT, 'owner of webhook_deliveries is immutable: a row stays in its tenant');
+END;
+
+CREATE TRIGGER webhook_counts_keys_frozen BEFORE UPDATE OF owner ON webhook_counts
+    WHEN old.owner IS NOT new.owner BEGIN
+    SELECT RAISE(ABORT, 'owner of webhook_counts is immutable: a row stays in its tenant');
+END;

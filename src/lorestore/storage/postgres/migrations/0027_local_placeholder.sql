@@ -1,0 +1,2 @@
+-- local placeholder for another branch's migration (never committed)
+SELECT 1;
