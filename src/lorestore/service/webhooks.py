@@ -12,7 +12,9 @@ from datetime import timedelta
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
+from lorestore.core.patterns import most_specific, pattern_within
 from lorestore.core.records import format_ts
+from lorestore.core.scope import parse_scope
 from lorestore.ingest.keys import new_secret
 from lorestore.ingest.models import (
     WEBHOOK_PATH,
@@ -83,6 +85,32 @@ class WebhookOperations(ServiceBase):
             )
         return owner.key
 
+    @staticmethod
+    def _check_routed(tx: Transaction, actor: Actor, owner: str, target: str) -> None:
+        """The lessons a webhook captures are read where the scope binding routes the
+        repository's scope: an org's webhook needs it routed to the org, a person's needs it
+        routed to no org, or nobody would find what it captures."""
+        bindings = tx.bindings_for(actor.principal)
+        pattern = f"repo::{target}" if "/" in target else f"repo::{target}/*"
+        if "/" in target:
+            binding = most_specific(bindings, parse_scope(pattern), lambda b: b.pattern)
+            routed_to = binding.org if binding else actor.owner
+        else:
+            ours = tuple(b.pattern for b in bindings if b.org == owner)
+            routed_to = owner if ours and pattern_within(pattern, ours) else actor.owner
+        if routed_to == owner:
+            return
+        slug = Owner.parse(owner).name if owner.startswith("org:") else "ORG"
+        raise LorestoreError(
+            "conflict",
+            f"{pattern} is read as {routed_to}'s, so what this webhook captures for {owner} "
+            "would reach nobody",
+            hint=f"bind it first: lorestore org bind {slug} {pattern}"
+            if owner.startswith("org:")
+            else f"add the webhook for the org it is bound to: --owner {routed_to}",
+            details={"pattern": pattern, "routed_to": routed_to},
+        )
+
     def _webhook_at(self, tx: Transaction, owner: str, target: str) -> WebhookRecord:
         found = next((h for h in tx.webhooks([owner]) if h.target == target), None)
         if found is None:
@@ -102,6 +130,7 @@ class WebhookOperations(ServiceBase):
         now = self._now()
         with self.store.transaction(write=True, actor=actor.principal) as tx:
             owner = self._webhook_owner(tx, actor, p.owner)
+            self._check_routed(tx, actor, owner, target)
             hook = WebhookRecord(
                 owner=owner,
                 target=target,
