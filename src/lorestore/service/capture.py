@@ -120,7 +120,8 @@ class CaptureOperations(WriteOperations):
         with self.store.transaction(write=True, actor=owner) as tx:
             if not tx.claim_delivery(owner, d.delivery, d.event, now):
                 return 200, DeliveryResult(delivery=d.delivery, outcome="replay")
-            status, outcome, keys = 202, "", list[str]()
+            status, outcome = 202, ""
+            keys: list[str] = []
             if isinstance(admission, Ping):
                 status, outcome = 200, "ping"
             elif isinstance(admission, Ignored):
