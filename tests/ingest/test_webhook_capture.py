@@ -260,3 +260,20 @@ def test_an_unbound_repository_is_404_and_logged(
     assert [lesson["key"] for lesson in hook.lessons("repo::acme/other")] == [
         "github-review-comment-514"
     ]
+
+
+def test_a_comment_kept_only_once_edited_is_a_new_lesson_with_its_expiry(hook: Hook) -> None:
+    comment = github.review_comment(515, "nit: clock")
+    first = hook.post("pull_request_review_comment", github.review_comment_event(comment))
+    assert first.json()["outcome"] == "too_short"
+    edited = {**comment, "body": GOOD}
+    answer = hook.post("pull_request_review_comment", github.review_comment_event(edited, "edited"))
+    assert answer.json()["outcome"] == "created"
+    address = {"scope": "repo::acme/app", "key": "github-review-comment-515"}
+    lesson = hook.api.ok("memory_read", address)["lesson"]
+    assert lesson["expires_at"] == format_ts(hook.clock.now + timedelta(days=90))
+    # An edit of a kept comment keeps the expiry it has, while the clock moves on.
+    hook.clock.advance(days=3)
+    again = {**comment, "body": GOOD + " Really."}
+    hook.post("pull_request_review_comment", github.review_comment_event(again, "edited"))
+    assert hook.api.ok("memory_read", address)["lesson"]["expires_at"] == lesson["expires_at"]

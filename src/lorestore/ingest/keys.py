@@ -36,6 +36,8 @@ class SecretBox:
     def __init__(self, key: str | None) -> None:
         self._key = key
         self._fernet: Fernet | None = None
+        # Every delivery tries every webhook's secret: each is decrypted once per process.
+        self._opened: dict[str, str | None] = {}
 
     def _box(self) -> Fernet:
         if self._fernet is not None:
@@ -64,13 +66,19 @@ class SecretBox:
 
     def open(self, sealed: str) -> str | None:
         """The secret, or None when it was sealed with another key (it then matches nothing)."""
+        if sealed in self._opened:
+            return self._opened[sealed]
         from cryptography.fernet import InvalidToken
 
         box = self._box()
         try:
-            return box.decrypt(sealed.encode("ascii")).decode("utf-8")
+            secret: str | None = box.decrypt(sealed.encode("ascii")).decode("utf-8")
         except (InvalidToken, UnicodeError):
-            return None
+            secret = None
+        if len(self._opened) >= 4096:  # bounded: rotations leave old ciphertexts behind
+            self._opened.clear()
+        self._opened[sealed] = secret
+        return secret
 
 
 def sign(secret: str, body: bytes) -> str:

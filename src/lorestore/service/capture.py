@@ -61,7 +61,7 @@ class CaptureOperations(WriteOperations):
             raise _unauthenticated("the delivery has no X-Hub-Signature-256 header")
         hooks = self._signers(d)
         if not hooks:
-            LOG.warning("webhook delivery %s: no webhook secret signs it", d.delivery[:100])
+            LOG.warning("webhook delivery %r: no webhook secret signs it", d.delivery[:100])
             raise _unauthenticated("no webhook's secret signs this delivery")
         if not d.delivery or len(d.delivery) > 100 or not d.delivery.isprintable():
             raise _bad_delivery("the delivery has no usable X-GitHub-Delivery header")
@@ -96,7 +96,7 @@ class CaptureOperations(WriteOperations):
     ) -> tuple[int, DeliveryResult]:
         repo = (repository(payload) or ("", ""))[0]
         LOG.warning(
-            "webhook delivery %s: repository %r is not bound by webhook %s (%s)",
+            "webhook delivery %r: repository %r is not bound by webhook %s (%s)",
             d.delivery,
             repo,
             hook.id,
@@ -163,13 +163,16 @@ class CaptureOperations(WriteOperations):
         try:
             # The comment alone, too: a reviewer repeating a rejected lesson's text.
             check_tombstone(tx, hook.owner, scope, value_digests(c.body.strip()))
+            # A new lesson expires after its event's TTL; an edit keeps the expiry the lesson
+            # has (a verified lesson's is a reviewer's), but a comment first kept at its edit
+            # (too short before) is new.
+            new = tx.lesson_at(hook.owner, scope.text, c.key) is None
             params = WriteParams.model_validate(
                 {
                     "scope": scope.text,
                     "key": c.key,
                     "value": c.value(),
-                    # An edit keeps the expiry it has (a verified lesson's is a reviewer's).
-                    "ttl_days": self.webhooks.ttl_for(c.kind) if c.action == "created" else None,
+                    "ttl_days": self.webhooks.ttl_for(c.kind) if new else None,
                     "source": c.source(),
                 }
             )
