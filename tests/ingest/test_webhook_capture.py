@@ -277,3 +277,25 @@ def test_a_comment_kept_only_once_edited_is_a_new_lesson_with_its_expiry(hook: H
     again = {**comment, "body": GOOD + " Really."}
     hook.post("pull_request_review_comment", github.review_comment_event(again, "edited"))
     assert hook.api.ok("memory_read", address)["lesson"]["expires_at"] == lesson["expires_at"]
+
+
+@pytest.mark.parametrize("header", ["X-GitHub-Delivery", "X-GitHub-Event"])
+def test_a_signed_delivery_without_its_headers_is_400_and_changes_nothing(
+    hook: Hook, header: str
+) -> None:
+    body = github.body_of(github.review_comment_event(github.review_comment(516, GOOD)))
+    sent = github.headers("pull_request_review_comment", body, hook.secret)
+    del sent[header]
+    before = dump_text(hook.api.service.store)
+    answer = hook.api.client.post("/webhooks/github", content=body, headers=sent)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "invalid_argument"
+    assert dump_text(hook.api.service.store) == before
+
+
+def test_a_signed_body_that_is_not_json_is_400(hook: Hook) -> None:
+    body = b"payload=%7B%7D"  # the form encoding GitHub offers beside JSON
+    sent = github.headers("ping", body, hook.secret)
+    answer = hook.api.client.post("/webhooks/github", content=body, headers=sent)
+    assert answer.status_code == 400
+    assert "application/json" in answer.json()["error"]["hint"]

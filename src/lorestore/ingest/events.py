@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.recall import INSIDE_ASSOCIATIONS
 from lorestore.core.records import Source
 from lorestore.core.scope import parse_scope
 
@@ -55,10 +54,6 @@ class Comment:
     @property
     def key(self) -> str:
         return f"{KEY_PREFIX[self.kind]}{self.comment_id}"
-
-    @property
-    def outside(self) -> bool:
-        return self.association.upper() not in INSIDE_ASSOCIATIONS
 
     @property
     def scope(self) -> str:
@@ -152,7 +147,8 @@ def admit(event: str, payload: dict[str, Any]) -> Admission:
             return _issue_comment(payload)
     except (KeyError, TypeError, ValueError, AttributeError):
         return Ignored("malformed")
-    return Ignored(f"event:{event}.{action}" if action else f"event:{event}")
+    # Counted by name: bounded, as GitHub's own names are.
+    return Ignored((f"event:{event}.{action}" if action else f"event:{event}")[:120])
 
 
 def _repo(payload: dict[str, Any]) -> str:

@@ -50,7 +50,11 @@ def _unauthenticated(message: str) -> LorestoreError:
 
 
 def _bad_delivery(message: str) -> LorestoreError:
-    return LorestoreError("invalid_argument", message, hint="deliveries come from GitHub")
+    return LorestoreError(
+        "invalid_argument",
+        message,
+        hint="deliveries come from GitHub, with the webhook's content type application/json",
+    )
 
 
 class CaptureOperations(WriteOperations):
@@ -63,8 +67,9 @@ class CaptureOperations(WriteOperations):
         if not hooks:
             LOG.warning("webhook delivery %r: no webhook secret signs it", d.delivery[:100])
             raise _unauthenticated("no webhook's secret signs this delivery")
-        if not d.delivery or len(d.delivery) > 100 or not d.delivery.isprintable():
-            raise _bad_delivery("the delivery has no usable X-GitHub-Delivery header")
+        for name, value in (("X-GitHub-Delivery", d.delivery), ("X-GitHub-Event", d.event)):
+            if not value or len(value) > 100 or not value.isprintable():
+                raise _bad_delivery(f"the delivery has no usable {name} header")
         try:
             payload = json.loads(d.body)
         except (ValueError, UnicodeError):
