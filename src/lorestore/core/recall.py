@@ -156,16 +156,8 @@ def hold_reasons(
 # lesson at a narrower scope would silence a verified one). A lesson held for its revision
 # or files still shadows: it is the scope's own word on that key, only not checked here.
 _NOT_STANDING = frozenset(
-    (
-        "expired",
-        "not_yet_valid",
-        "no_longer_valid",
-        "disputed",
-        "rejected",
-        "unreviewed",
-        "outside_author",
-    )
-)
+    ("expired", "not_yet_valid", "no_longer_valid", "disputed", "rejected", "unreviewed")
+) | {"outside_author"}  # an outside author's lesson awaits a person, as an unreviewed one
 
 
 def _same_commit(recorded: str, current: str) -> bool:
