@@ -6,6 +6,7 @@ out ciphertext only. The settings' parsing is here too."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import psycopg
 import pytest
@@ -16,8 +17,8 @@ from tests.ingest.conftest import KEY
 from lorestore.auth.actor import local_actor
 from lorestore.config import WebhookSettings, load_settings
 from lorestore.core.errors import LorestoreError
-from lorestore.ingest.models import WebhookTargetParams
-from lorestore.models import NoParams
+from lorestore.ingest.models import WebhookStatsParams, WebhookTargetParams
+from lorestore.models import ListParams, NoParams
 from lorestore.service import LessonService
 from lorestore.service.capture import Delivery
 from lorestore.storage.postgres import PostgresStore
@@ -101,3 +102,33 @@ def test_a_key_that_is_not_a_fernet_key_is_a_config_error(store: Store) -> None:
     assert refused.value.code == "config_error"
     assert "Fernet" in (refused.value.hint or "")
     assert service.webhook_list(ALICE, NoParams()).webhooks == []
+
+
+def test_copies_of_one_delivery_arriving_at_once_are_applied_once(store: Store) -> None:
+    """Eight threads deliver the same delivery id at the same moment: one lesson, one
+    `created`, seven replays (on PostgreSQL the second claim waits for the first commit)."""
+    service = LessonService(store, webhooks=WebhookSettings(key=KEY))
+    secret = service.webhook_add(
+        ALICE, WebhookTargetParams.model_validate({"target": "acme/app"})
+    ).secret
+    body = github.body_of(github.review_comment_event(github.review_comment(951, TEXT)))
+    delivery = Delivery(
+        "pull_request_review_comment", "d-951", github.signature(secret, body), body
+    )
+    start = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def deliver() -> None:
+        start.wait()
+        outcomes.append(service.github_delivery(delivery)[1].outcome)
+
+    threads = [threading.Thread(target=deliver) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["created"] + ["replay"] * 7
+    counts = service.webhook_stats(ALICE, WebhookStatsParams())
+    assert {c.reason: c.count for c in counts.counts} == {"created": 1}
+    listed = service.memory_list(ALICE, ListParams.model_validate({"scope": "repo::acme/app"}))
+    assert [lesson.key for lesson in listed.lessons] == ["github-review-comment-951"]
