@@ -10,15 +10,15 @@
 --   server's key (LORESTORE_WEBHOOK_KEY), and the previous secret with the end of its grace
 --   period after a rotation. `webhook_deliveries` (owner, delivery): the deliveries applied,
 --   kept for a retention window (the maintenance sweep erases older ones). `webhook_counts`
---   (owner, target, reason): how many deliveries ended each way. One definer function,
+--   (owner, target, reason): how many deliveries ended each way. Two definer functions:
 --   lorestore_webhook_secrets(), which lists every webhook's encrypted secrets, and
 --   lorestore_delivery_owners(cutoff), which names the owners whose delivery records the
 --   maintenance sweep has to erase (ids only, as lorestore_due_owners does for lessons).
 -- Tenancy: all three tables have row-level security forced and keys that start with the
 --   owner. Webhooks are managed by the owner (a user) or an org's owners and admins
 --   (lorestore_admin_orgs); deliveries and counts are written by the tenant the delivery
---   landed in (the capture acts as that tenant) and read by its members. The definer function
---   is how a delivery is authenticated before any actor is known, as
+--   landed in (the capture acts as that tenant) and read by its members. The first definer
+--   function is how a delivery is authenticated before any actor is known, as
 --   lorestore_token_by_hash is for a token: it returns ciphertext only, which nothing but the
 --   server holding the key can open, and no owner's lessons. The app role may update only
 --   the columns the service changes (a secret on rotation, a count, a delivery's outcome), so
