@@ -8,14 +8,13 @@ is stored; the plaintext is shown once at creation.
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 
 from lorestore.auth.actor import Permission
 from lorestore.core.errors import LorestoreError
+from lorestore.core.secrets import LORESTORE_TOKEN
 
 TOKEN_PREFIX = "lst_"  # noqa: S105 - a public prefix, not a secret
-_TOKEN_RE = re.compile(r"^lst_[A-Za-z0-9_-]{43}$")
 PERMISSION_LEVELS: tuple[Permission, ...] = ("read", "write", "review", "admin")
 
 
@@ -28,7 +27,7 @@ def hash_token(token: str) -> str:
 
 
 def looks_like_token(token: str) -> bool:
-    return bool(_TOKEN_RE.match(token))
+    return LORESTORE_TOKEN.fullmatch(token) is not None
 
 
 def implied_permissions(permission: str) -> frozenset[Permission]:

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import re
 
+# A lorestore bearer token (auth/tokens.py makes them): ``lst_`` and 43 URL-safe characters. The
+# one spelling of its shape: authentication recognises a token by it, the request log redacts
+# it from paths, and a lesson or review comment holding one is refused.
+LORESTORE_TOKEN = re.compile(r"lst_[A-Za-z0-9_-]{43}")
+
 # name -> pattern. Specific token formats first, so a match is named by the most precise one.
 SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
     "private_key_block": re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
     "github_token": re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
-    "lorestore_token": re.compile(r"\blst_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    "lorestore_token": LORESTORE_TOKEN,
     "aws_access_key": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     "slack_token": re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     "stripe_key": re.compile(r"\b[sr]k_live_[0-9A-Za-z]{20,}"),

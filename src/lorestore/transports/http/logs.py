@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -18,13 +17,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorestore.auth.actor import Actor
 from lorestore.core.records import format_ts
+from lorestore.core.secrets import LORESTORE_TOKEN
 from lorestore.transports.http.auth import ACTOR_KEY
 from lorestore.transports.http.errors import ERROR_KEY
 
 REQUEST_LOG = logging.getLogger("lorestore.http.request")
 OPERATION_KEY = "lorestore.operation"
 FIELDS = "fields"  # the LogRecord attribute that carries a record's structured fields
-_TOKEN_RE = re.compile(r"lst_[A-Za-z0-9_-]{43}")
 
 
 class JsonFormatter(logging.Formatter):
@@ -117,7 +116,7 @@ class RequestLog:
 def _fields(scope: Scope, status: int, started: float) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "method": scope["method"],
-        "path": _TOKEN_RE.sub("lst_[redacted]", scope["path"]),
+        "path": LORESTORE_TOKEN.sub("lst_[redacted]", scope["path"]),
         "status": status,
         "duration_ms": round((time.perf_counter() - started) * 1000, 2),
     }
