@@ -11,8 +11,9 @@ import threading
 import psycopg
 import pytest
 from tests import github
-from tests.conftest import app_connection
+from tests.conftest import Cli, app_connection
 from tests.ingest.conftest import KEY
+from tests.migrating import pg_url
 
 from lorestore.auth.actor import local_actor
 from lorestore.config import WebhookSettings, load_settings
@@ -132,3 +133,36 @@ def test_copies_of_one_delivery_arriving_at_once_are_applied_once(store: Store) 
     assert {c.reason: c.count for c in counts.counts} == {"created": 1}
     listed = service.memory_list(ALICE, ListParams.model_validate({"scope": "repo::acme/app"}))
     assert [lesson.key for lesson in listed.lessons] == ["github-review-comment-951"]
+
+
+def test_a_delivery_past_the_owners_cap_is_refused_counted_and_can_come_again(
+    store: Store, cli: Cli, request: pytest.FixtureRequest
+) -> None:
+    """The capture writes through the store's caps: past the owner's lesson cap the delivery
+    is 409 `cap_exceeded`, counted `failed:cap_exceeded`, and not claimed, so that GitHub's
+    redelivery lands once the cap is raised."""
+    if isinstance(store, PostgresStore):
+        template = request.getfixturevalue("pg_template")
+        db_url = pg_url(template.admin_url(request.getfixturevalue("pg_database")))
+    else:
+        db_url = f"sqlite:///{store.path}"  # type: ignore[attr-defined]
+    service = LessonService(store, webhooks=WebhookSettings(key=KEY))
+    secret = service.webhook_add(
+        ALICE, WebhookTargetParams.model_validate({"target": "acme/app"})
+    ).secret
+    cli.ok("db", "cap", "user:alice", "1", "--database-url", db_url)
+
+    def deliver(comment_id: int) -> Delivery:
+        text = f"{TEXT} ({comment_id})"
+        body = github.body_of(github.review_comment_event(github.review_comment(comment_id, text)))
+        sig = github.signature(secret, body)
+        return Delivery("pull_request_review_comment", f"d-{comment_id}", sig, body)
+
+    assert service.github_delivery(deliver(960))[1].outcome == "created"
+    with pytest.raises(LorestoreError) as refused:
+        service.github_delivery(deliver(961))
+    assert refused.value.code == "cap_exceeded"
+    counts = service.webhook_stats(ALICE, WebhookStatsParams()).counts
+    assert {c.reason: c.count for c in counts} == {"created": 1, "failed:cap_exceeded": 1}
+    cli.ok("db", "cap", "user:alice", "5", "--database-url", db_url)
+    assert service.github_delivery(deliver(961))[1].outcome == "created"  # the redelivery

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +118,21 @@ class CaptureOperations(WriteOperations):
         )
 
     def _apply(
+        self, hook: WebhookRecord, d: Delivery, payload: dict[str, Any]
+    ) -> tuple[int, DeliveryResult]:
+        try:
+            return self._apply_once(hook, d, payload)
+        except LorestoreError as exc:
+            # The transaction rolled back, its claim too: a redelivery may succeed (after the
+            # owner's cap is raised, when the store is no longer busy). Counted on its own.
+            with (
+                suppress(LorestoreError),
+                self.store.transaction(write=True, actor=hook.owner) as tx,
+            ):
+                tx.count_webhook(hook.owner, hook.target, f"failed:{exc.code}", self._now())
+            raise
+
+    def _apply_once(
         self, hook: WebhookRecord, d: Delivery, payload: dict[str, Any]
     ) -> tuple[int, DeliveryResult]:
         admission = admit(d.event, payload)
