@@ -1,2 +1,0 @@
--- local placeholder for another branch's migration (never committed)
-SELECT 1;
