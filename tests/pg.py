@@ -51,6 +51,9 @@ TENANT_TABLES = frozenset(
         "token_usage",
         "foreign_records",
         "project_repos",
+        "webhooks",
+        "webhook_deliveries",
+        "webhook_counts",
     }
 )
 

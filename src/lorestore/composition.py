@@ -74,13 +74,15 @@ def build_service(settings: Settings, *, local_files: bool = False) -> LessonSer
         corroborate_at=settings.corroborate_at,
         rate_limit=settings.rate_limit,
         blob_lookup=blob_lookup,
+        webhooks=settings.webhooks,
     )
 
 
 def sweep_plan(settings: Settings) -> SweepPlan:
-    """The maintenance sweeps LORESTORE_PURGE_EXPIRED and the two retentions switch on."""
+    """The maintenance sweeps LORESTORE_PURGE_EXPIRED and the retentions switch on."""
     return SweepPlan(
         purge_expired=settings.purge_expired,
         archive_retention_days=settings.archive_retention_days,
         recall_retention_days=settings.recall_retention_days,
+        delivery_retention_days=settings.webhooks.retention_days,
     )

@@ -37,9 +37,30 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_ARCHIVE_RETENTION_DAYS": "days archived lessons are kept before erasure, or off",
     "LORESTORE_RECALL_RETENTION_DAYS": "days recall-log entries are kept, or off",
     "LORESTORE_SEMANTIC": "on/off: hybrid retrieval when lorestore[semantic] is installed",
+    "LORESTORE_WEBHOOK_KEY": "Fernet key that encrypts webhook secrets (needed for webhooks)",
+    "LORESTORE_WEBHOOK_TTL_DAYS": "expiry of captured lessons: DAYS, or EVENT=DAYS,... (90)",
+    "LORESTORE_WEBHOOK_GRACE_HOURS": "hours a rotated webhook secret is still accepted (24)",
+    "LORESTORE_WEBHOOK_RETENTION_DAYS": "days delivery ids are kept against replays (30), or off",
 }
+# The events whose comments become lessons, each with its own expiry (LORESTORE_WEBHOOK_TTL_DAYS).
+WEBHOOK_EVENTS = ("pull_request_review_comment", "pull_request_review", "issue_comment")
 OFF_WORDS = frozenset({"off", "false", "no", "0"})
 ON_WORDS = frozenset({"on", "true", "yes", "1"})
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    """GitHub capture: the key that encrypts webhook secrets (None: webhooks cannot be used),
+    each event's lesson expiry in days, a rotated secret's grace period, and how long delivery
+    ids are kept against replays (None: forever)."""
+
+    key: str | None = field(default=None, repr=False)  # a secret: kept out of logs
+    ttl_days: tuple[tuple[str, int], ...] = tuple((e, 90) for e in WEBHOOK_EVENTS)
+    grace_hours: int = 24
+    retention_days: int | None = 30
+
+    def ttl_for(self, event: str) -> int:
+        return dict(self.ttl_days).get(event, 90)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +82,7 @@ class Settings:
     rate_limit: int | None = 600
     # Hybrid retrieval when the extra lorestore[semantic] is installed (LORESTORE_SEMANTIC).
     semantic: bool = True
+    webhooks: WebhookSettings = field(default_factory=lambda: WebhookSettings())
     # Where url and token came from: the environment (an agent's token) or the person's
     # `lorestore login` credential file; None on a local store.
     credential: Literal["environment", "login"] | None = None
@@ -281,4 +303,32 @@ def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "archive_retention_days": _whole(env, "LORESTORE_ARCHIVE_RETENTION_DAYS", 30, 0, 3650),
         "rate_limit": _whole(env, "LORESTORE_RATE_LIMIT", 600, 1, 1_000_000),
         "recall_retention_days": _whole(env, "LORESTORE_RECALL_RETENTION_DAYS", 30, 0, 3650),
+        "webhooks": _webhook_settings(env),
     }
+
+
+def _webhook_settings(env: Mapping[str, str]) -> WebhookSettings:
+    grace = _whole(env, "LORESTORE_WEBHOOK_GRACE_HOURS", 24, 0, 24 * 90, off=False)
+    return WebhookSettings(
+        key=(env.get("LORESTORE_WEBHOOK_KEY") or "").strip() or None,
+        ttl_days=_webhook_ttls(env.get("LORESTORE_WEBHOOK_TTL_DAYS", "")),
+        grace_hours=24 if grace is None else grace,
+        retention_days=_whole(env, "LORESTORE_WEBHOOK_RETENTION_DAYS", 30, 1, 3650),
+    )
+
+
+def _webhook_ttls(raw: str) -> tuple[tuple[str, int], ...]:
+    """``90`` for every event, or ``issue_comment=30,pull_request_review=60`` (the others 90)."""
+    expected = "DAYS (1-365) or EVENT=DAYS,... with EVENT one of " + ", ".join(WEBHOOK_EVENTS)
+    days = dict.fromkeys(WEBHOOK_EVENTS, 90)
+    text = raw.strip()
+    if not text:
+        return tuple(days.items())
+    if "=" not in text:
+        text = ",".join(f"{event}={text}" for event in WEBHOOK_EVENTS)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        event, _, number = (x.strip() for x in part.partition("="))
+        if event not in days or not number.isdigit() or not 1 <= int(number) <= 365:
+            raise _config_error("LORESTORE_WEBHOOK_TTL_DAYS", raw, expected)
+        days[event] = int(number)
+    return tuple(days.items())

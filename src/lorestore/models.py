@@ -639,7 +639,8 @@ class HeldLesson(Result):
     reasons: list[str] = Field(
         description="expired, not_yet_valid, no_longer_valid, disputed, rejected, unreviewed, "
         "revision_mismatch, file_changed:<path>, file_unknown:<path>, no_dependencies, "
-        "shadowed_by:<scope>, duplicate_of:<address>, over_budget"
+        "shadowed_by:<scope>, duplicate_of:<address>, over_budget, outside_author (a GitHub "
+        "capture of an outside author's comment, until a person verifies it)"
     )
 
 

@@ -14,6 +14,14 @@ from pydantic import ValidationError
 
 from lorestore.auth.actor import Actor, Permission
 from lorestore.core.errors import LorestoreError
+from lorestore.ingest.models import (
+    WebhookInfo,
+    WebhookListResult,
+    WebhookSecretResult,
+    WebhookStatsParams,
+    WebhookStatsResult,
+    WebhookTargetParams,
+)
 from lorestore.models import (
     FIELD_CODES,
     Address,
@@ -85,6 +93,7 @@ CLI_GROUPS = {
     "org": "Organisations: members, invites and the scopes they own.",
     "audit": "The append-only audit log: list it, or verify its hash chains.",
     "project": "Projects: which repositories form each one (recall derives the project rung).",
+    "webhook": "GitHub webhooks: review comments on pull requests captured as lessons.",
 }
 ALL_SURFACES: frozenset[Surface] = frozenset({"mcp", "rest", "cli"})
 # Minting and revoking credentials is for people, not for the agents MCP serves.
@@ -497,6 +506,54 @@ CATALOG: tuple[Operation, ...] = (
         mutates=True,
         surfaces=ADMIN_SURFACES,
         permission="admin",
+    ),
+    Operation(
+        "webhook_add",
+        "Bind a GitHub repository (owner/name) or account (owner) to a tenant for "
+        "POST /webhooks/github; the webhook secret is shown once and stored encrypted.",
+        WebhookTargetParams,
+        WebhookSecretResult,
+        cli_args=("target",),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+        permission="admin",
+    ),
+    Operation(
+        "webhook_list",
+        "The webhooks of the tenants you administer (never their secrets).",
+        NoParams,
+        WebhookListResult,
+        surfaces=ADMIN_SURFACES,
+        permission="admin",
+    ),
+    Operation(
+        "webhook_rotate",
+        "A new secret for a webhook, shown once; the old one is still accepted for the grace "
+        "period (LORESTORE_WEBHOOK_GRACE_HOURS).",
+        WebhookTargetParams,
+        WebhookSecretResult,
+        cli_args=("target",),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+        permission="admin",
+    ),
+    Operation(
+        "webhook_remove",
+        "Remove a webhook: its deliveries are refused from then on (401).",
+        WebhookTargetParams,
+        WebhookInfo,
+        cli_args=("target",),
+        mutates=True,
+        surfaces=ADMIN_SURFACES,
+        permission="admin",
+    ),
+    Operation(
+        "webhook_stats",
+        "What the webhooks' deliveries became, counted by reason: lessons created, updated "
+        "and seen, and what was ignored or refused and why.",
+        WebhookStatsParams,
+        WebhookStatsResult,
+        surfaces=ADMIN_SURFACES,
     ),
 )
 

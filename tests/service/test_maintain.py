@@ -78,6 +78,7 @@ def test_each_sweep_purges_what_is_due_and_audits_its_counts(
         "expired": (True, 1, None),
         "archived": (True, 1, 30),
         "recall_log": (True, 1, 30),
+        "webhook_deliveries": (True, 0, 30),  # tests/ingest/test_capture.py sweeps some
     }
     assert not logged(service, old_recall) and logged(service, new_recall)
     listed = service.memory_scopes(PERSON, NoParams()).scopes[0]
@@ -99,13 +100,23 @@ def test_switched_off_sweeps_do_nothing_and_leave_no_event(
     service.memory_archive(PERSON, ChangeParams(scope=S, key="archived"))  # type: ignore[call-arg]
     kept = recall(service)
     clock.advance(days=40)
-    off = SweepPlan(purge_expired=False, archive_retention_days=None, recall_retention_days=None)
+    off = SweepPlan(
+        purge_expired=False,
+        archive_retention_days=None,
+        recall_retention_days=None,
+        delivery_retention_days=None,
+    )
     report = Maintenance(service).maintain(PERSON, off)
-    assert [(s.enabled, s.purged) for s in report.sweeps] == [(False, 0)] * 3
+    assert [(s.enabled, s.purged) for s in report.sweeps] == [(False, 0)] * 4
     assert sweep_events(service) == {}
     assert logged(service, kept)
     # Positive control: one sweep switched back on does its work.
-    on = SweepPlan(purge_expired=True, archive_retention_days=None, recall_retention_days=None)
+    on = SweepPlan(
+        purge_expired=True,
+        archive_retention_days=None,
+        recall_retention_days=None,
+        delivery_retention_days=None,
+    )
     assert Maintenance(service).maintain(PERSON, on).sweeps[0].purged == 1
     assert set(sweep_events(service)) == {"sweep_expired"}
 
@@ -122,7 +133,12 @@ def test_maintenance_needs_an_unconfined_admin(service: LessonService) -> None:
     assert sweep_events(service) == {}
     admin = token_actor(permission="admin")
     assert Maintenance(service).maintain(admin, SweepPlan()).sweeps[0].enabled
-    assert set(sweep_events(service)) == {"sweep_expired", "sweep_archived", "sweep_recall_log"}
+    assert set(sweep_events(service)) == {
+        "sweep_expired",
+        "sweep_archived",
+        "sweep_recall_log",
+        "sweep_webhook_deliveries",
+    }
 
 
 def test_lorestore_maintain_from_the_cli(
@@ -140,6 +156,7 @@ def test_lorestore_maintain_from_the_cli(
         ("expired", True, 1),
         ("archived", True, 1),
         ("recall_log", False, 0),
+        ("webhook_deliveries", True, 0),
     ]
     assert [x["key"] for x in cli.ok("list", S)["lessons"]] == ["fresh"]
     audit = {e["action"]: e for e in cli.ok("audit", "--limit", "20")["events"]}

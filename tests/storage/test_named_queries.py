@@ -77,9 +77,12 @@ def asked_for(source: str) -> set[str]:
 
 
 def _sql_file(path: Path) -> str:
-    """Which of a backend's two files the module's queries come from: ``lorestore migrate``'s
-    modules read transfer.sql, every other module queries.sql."""
-    return "transfer.sql" if path.name == "transfer.py" else "queries.sql"
+    """Which of a backend's files the module's queries come from: ``lorestore migrate``'s
+    modules read transfer.sql, the webhook primitives webhooks.sql, every other module
+    queries.sql."""
+    if path.name == "transfer.py":
+        return "transfer.sql"
+    return "webhooks.sql" if path.name == "webhooks.py" else "queries.sql"
 
 
 def _modules(backend: str) -> list[Path]:
@@ -106,7 +109,7 @@ def test_every_query_the_code_asks_for_exists(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("filename", ["queries.sql", "transfer.sql"])
+@pytest.mark.parametrize("filename", ["queries.sql", "transfer.sql", "webhooks.sql"])
 def test_every_query_in_the_files_is_asked_for(backend: str, filename: str) -> None:
     # The other way round: a query no code asks for is dead SQL that still reads as if it ran.
     asked: set[str] = set()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import schemathesis
+from cryptography.fernet import Fernet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -56,8 +57,11 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("schema-home")
+    # A server key, so that webhook_add and webhook_rotate reach their success paths too.
+    key = Fernet.generate_key().decode()
     config = dataclasses.replace(
-        load_settings({"LORESTORE_HOME": str(home)}), maintenance_hours=None
+        load_settings({"LORESTORE_HOME": str(home), "LORESTORE_WEBHOOK_KEY": key}),
+        maintenance_hours=None,
     )
     service = build_service(config)
     service.rate_limit = None  # a thousand calls on one token would meet 429 for most of them

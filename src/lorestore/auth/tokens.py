@@ -11,17 +11,15 @@ the same hash and the same table: one token system, two spellings.
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 
 from lorestore.auth.actor import Permission
 from lorestore.core.errors import LorestoreError
+from lorestore.core.secrets import LORESTORE_TOKEN
 
 TOKEN_PREFIX = "lst_"  # noqa: S105 - a public prefix, not a secret
 # LoreKit's prefixes by the permission they name; only agents' permissions have one.
 LOREKIT_PREFIXES: dict[Permission, str] = {"write": "lk_rw_", "read": "lk_ro_"}
-TOKEN_PATTERN = r"(?:lst_|lk_rw_|lk_ro_)[A-Za-z0-9_-]{43}"  # noqa: S105 - a shape, no secret
-_TOKEN_RE = re.compile(f"^{TOKEN_PATTERN}$")
 PERMISSION_LEVELS: tuple[Permission, ...] = ("read", "write", "review", "admin")
 
 
@@ -34,7 +32,7 @@ def hash_token(token: str) -> str:
 
 
 def looks_like_token(token: str) -> bool:
-    return bool(_TOKEN_RE.match(token))
+    return LORESTORE_TOKEN.fullmatch(token) is not None
 
 
 def implied_permissions(permission: str) -> frozenset[Permission]:

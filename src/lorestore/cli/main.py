@@ -231,8 +231,9 @@ def maintain_command(
     ] = False,
 ) -> None:
     """Run the maintenance sweeps once (for cron): erase expired lessons, archived ones past
-    LORESTORE_ARCHIVE_RETENTION_DAYS and recall-log entries past LORESTORE_RECALL_RETENTION_DAYS,
-    each switchable off. Each sweep that runs writes an audit event with its counts."""
+    LORESTORE_ARCHIVE_RETENTION_DAYS, recall-log entries past LORESTORE_RECALL_RETENTION_DAYS and
+    webhook delivery ids past LORESTORE_WEBHOOK_RETENTION_DAYS, each switchable off. Each sweep
+    that runs writes an audit event with its counts."""
     from lorestore.composition import build_service, sweep_plan
     from lorestore.service.maintenance import Maintenance
 

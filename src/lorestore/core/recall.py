@@ -71,6 +71,22 @@ class LessonHead(NamedTuple):
     depends_on: tuple[Dependency, ...] = ()
     valid_from: str | None = None
     valid_to: str | None = None
+    association: str | None = None  # source.author_association (a GitHub capture's)
+
+
+# The GitHub author associations of the repository's own people; any other author's text (a
+# contributor's, a first-timer's, anyone's) waits for a person before it reaches a task.
+INSIDE_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def outside_unverified(trust: str, association: str | None) -> bool:
+    """Whether a lesson is an outside author's and no person has verified it yet: recall holds
+    it (``outside_author``) and search leaves it out."""
+    return (
+        association is not None
+        and association.upper() not in INSIDE_ASSOCIATIONS
+        and trust != "verified"
+    )
 
 
 def head_of(lesson: Lesson) -> LessonHead:
@@ -142,6 +158,8 @@ def hold_reasons(
         reasons.append(lesson.trust)
     elif c.policy.require_review and lesson.trust != "verified":
         reasons.append("unreviewed")
+    if outside_unverified(lesson.trust, lesson.association):
+        reasons.append("outside_author")
     if c.policy.revision_policy == "commit" and (
         revision is None or lesson.commit is None or not _same_commit(lesson.commit, revision)
     ):
@@ -165,7 +183,7 @@ def hold_reasons(
 # or files still shadows: it is the scope's own word on that key, only not checked here.
 _NOT_STANDING = frozenset(
     ("expired", "not_yet_valid", "no_longer_valid", "disputed", "rejected", "unreviewed")
-)
+) | {"outside_author"}  # an outside author's lesson awaits a person, as an unreviewed one
 
 
 def _same_commit(recorded: str, current: str) -> bool:

@@ -8,6 +8,7 @@ operations are grouped by concern into modules; ``LessonService`` is all of them
 from __future__ import annotations
 
 from lorestore.service.base import Clock, utcnow
+from lorestore.service.capture import CaptureOperations
 from lorestore.service.invites import InviteOperations
 from lorestore.service.lifecycle import LifecycleOperations
 from lorestore.service.orgs import OrgOperations
@@ -18,10 +19,12 @@ from lorestore.service.recall import RecallOperations
 from lorestore.service.review import ReviewOperations
 from lorestore.service.search import SearchOperations
 from lorestore.service.tokens import TokenOperations
+from lorestore.service.webhooks import WebhookOperations
 from lorestore.service.writes import WriteOperations
 
 
 class LessonService(
+    CaptureOperations,  # before WriteOperations: it extends the write path
     WriteOperations,
     ReadOperations,
     LifecycleOperations,
@@ -33,6 +36,7 @@ class LessonService(
     RecallOperations,
     ProjectOperations,
     PortableOperations,
+    WebhookOperations,
 ):
     """Every lesson operation over one Store."""
 

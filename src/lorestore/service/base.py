@@ -7,11 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lorestore.auth.actor import Actor, Permission
+from lorestore.config import WebhookSettings
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.patterns import most_specific, scope_allowed
 from lorestore.core.records import Lesson, LessonVersion, format_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.validation import validate_key
+from lorestore.ingest.keys import SecretBox
 from lorestore.service.audit import AuditChain, lesson_entry
 from lorestore.storage.protocol import Binding, Store, StoredLesson, Transaction
 
@@ -72,8 +74,12 @@ class ServiceBase:
         corroborate_at: int = 3,
         rate_limit: int | None = 600,
         blob_lookup: BlobLookup | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         self.store = store
+        # GitHub capture's settings, and the key its secrets are sealed with (ingest/keys.py).
+        self.webhooks = webhooks or WebhookSettings()
+        self.secret_box = SecretBox(self.webhooks.key)
         # How recall hashes depends_on files in a working directory (git), for entry points
         # that run where the files are; a server leaves it unset and expects blobs from clients.
         self.blob_lookup = blob_lookup

@@ -1,7 +1,8 @@
-"""The maintenance sweeps: expired lessons, archived lessons past their retention, and recall-log
-retention; which run, in what order and for which owners. ``lorestore serve`` schedules a run
-(``transports/http/scheduler.py``) and ``lorestore maintain`` makes one; each sweep that runs
-leaves one audit event with its counts, beside the purge events of the lessons it erased.
+"""The maintenance sweeps: expired lessons, archived lessons past their retention, recall-log
+retention and the webhook deliveries kept against replays; which run, in what order and for
+which owners. ``lorestore serve`` schedules a run (``transports/http/scheduler.py``) and
+``lorestore maintain`` makes one; each sweep that runs leaves one audit event with its counts,
+beside the purge events of the lessons it erased.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lorestore.core.records import format_ts
 from lorestore.models import NoParams, PurgeParams
 from lorestore.service import LessonService
 
-SweepName = Literal["expired", "archived", "recall_log"]
+SweepName = Literal["expired", "archived", "recall_log", "webhook_deliveries"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,7 @@ class SweepPlan:
     purge_expired: bool = True
     archive_retention_days: int | None = 30
     recall_retention_days: int | None = 30
+    delivery_retention_days: int | None = 30
 
 
 class SweepReport(BaseModel):
@@ -67,7 +69,8 @@ class Maintenance:
     def maintain(self, actor: Actor, plan: SweepPlan) -> MaintenanceReport:
         self.service._authorise(actor, "admin")
         at = self.service._now()
-        others = [o for o in self._due_owners(plan) if o != actor.owner]
+        due = set(self._due_owners(plan)) | set(self._delivery_owners(plan))
+        others = sorted(o for o in due if o != actor.owner)
         for owner in others:
             self._sweep(_acting_for(owner, actor.principal), plan)
         sweeps = self._sweep(actor, plan)
@@ -87,6 +90,13 @@ class Maintenance:
                 cutoff(plan.recall_retention_days),
             )
 
+    def _delivery_owners(self, plan: SweepPlan) -> list[str]:
+        if plan.delivery_retention_days is None:
+            return []
+        cutoff = format_ts(self.service.clock() - timedelta(days=plan.delivery_retention_days))
+        with self.service.store.transaction(write=False) as tx:
+            return tx.delivery_owners(cutoff)
+
     def _sweep(self, actor: Actor, plan: SweepPlan) -> list[SweepReport]:
         return [
             self._purge_sweep(actor, "expired", None, enabled=plan.purge_expired),
@@ -97,6 +107,7 @@ class Maintenance:
                 enabled=plan.archive_retention_days is not None,
             ),
             self._recall_sweep(actor, plan.recall_retention_days),
+            self._delivery_sweep(actor, plan.delivery_retention_days),
         ]
 
     def _purge_sweep(
@@ -126,6 +137,27 @@ class Maintenance:
             )
             self.service._audit(
                 tx, actor, "sweep_recall_log", None, reason="maintenance", detail=_counts(report)
+            )
+        return report
+
+    def _delivery_sweep(self, actor: Actor, days: int | None) -> SweepReport:
+        """Delivery ids older than the retention: a redelivery after it is applied again
+        (as a new value it versions the lesson; the same value only counts a sighting)."""
+        if days is None:
+            return SweepReport(sweep="webhook_deliveries", enabled=False)
+        cutoff = format_ts(self.service.clock() - timedelta(days=days))
+        with self.service.store.transaction(write=True, actor=actor.principal) as tx:
+            purged = tx.purge_deliveries(actor.owner, cutoff)
+            report = SweepReport(
+                sweep="webhook_deliveries", enabled=True, purged=purged, retention_days=days
+            )
+            self.service._audit(
+                tx,
+                actor,
+                "sweep_webhook_deliveries",
+                None,
+                reason="maintenance",
+                detail=_counts(report),
             )
         return report
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import PurePosixPath
 from typing import Any
@@ -22,12 +23,13 @@ from lorestore.core.owner import Owner
 from lorestore.core.records import (
     Dependency,
     Lesson,
+    LessonKind,
     LessonVersion,
     Source,
     format_ts,
     normalise_ts,
 )
-from lorestore.core.scope import parse_scope
+from lorestore.core.scope import Scope, parse_scope
 from lorestore.core.trust import transition
 from lorestore.core.validation import (
     validate_address,
@@ -114,8 +116,37 @@ def _dependencies(refs: list[DependencyRef] | None) -> list[Dependency] | None:
     return list(found.values())
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedWrite:
+    """A write's arguments validated, before its transaction: what ``_apply_write`` stores."""
+
+    scope: Scope
+    key: str
+    value: str
+    tags: list[str] | None
+    kind: LessonKind
+    ttl: int | None
+    clear_ttl: bool
+    if_version: int | None
+    valid_from: str | None
+    valid_to: str | None
+    digests: tuple[str, ...]
+    depends_on: list[Dependency] | None
+    session: str | None
+    source: Source
+    now: str
+    expires_at: str | None
+
+
 class WriteOperations(ServiceBase):
     def memory_write(self, actor: Actor, p: WriteParams) -> WriteResult:
+        w = self._prepare_write(actor, p)
+        with self.store.transaction(write=True, actor=actor.principal) as tx:
+            owner = self._owner_for(tx, actor, w.scope.text, write=True)
+            return self._apply_write(tx, actor, owner, w)
+
+    def _prepare_write(self, actor: Actor, p: WriteParams) -> PreparedWrite:
+        """Authorise and validate a write: all of it that needs no transaction."""
         scope = parse_scope(p.scope)
         self._authorise(actor, "write", scope.text)
         key, value = validate_new_key(p.key), validate_value(p.value)
@@ -128,9 +159,6 @@ class WriteOperations(ServiceBase):
         valid_to = normalise_ts(p.valid_to, field="valid_to")
         if valid_from and valid_to and valid_to < valid_from:
             raise LorestoreError("invalid_time", "valid_to is before valid_from")
-        digests = value_digests(value)
-        digest = digests[0]
-        depends_on = _dependencies(p.depends_on)
         # An agent's session is its process's (or its connection's): one it names itself in
         # the call cannot count as another session towards corroboration.
         agent_session = None if actor.is_person else actor.session
@@ -139,80 +167,105 @@ class WriteOperations(ServiceBase):
             update={"session": session, "agent": (p.source and p.source.agent) or actor.agent}
         )
         now_dt = self.clock()
-        now = format_ts(now_dt)
-        expires_at = format_ts(now_dt + timedelta(days=ttl)) if ttl else None
-        with self.store.transaction(write=True, actor=actor.principal) as tx:
-            owner = self._owner_for(tx, actor, scope.text, write=True)
-            tx.lock_corrections(owner, exclusive=False)
-            check_tombstone(tx, owner, scope, digests)
-            stored = tx.lesson_at(owner, scope.text, key)
-            self._check_if_version(p.if_version, stored)
-            if stored is None:
-                held = look_alike(tx, owner, scope, key, value, new_address=True)
-                lesson = Lesson(
-                    id=str(uuid.uuid4()),
-                    scope=scope.text,
-                    key=key,
-                    value=value,
-                    tags=tags or [],
-                    kind=p.kind,
-                    owner=Owner.parse(owner),
-                    version=1,
-                    seen_count=1,
-                    valid_from=valid_from,
-                    valid_to=valid_to,
-                    recorded_at=now,
-                    created_at=now,
-                    updated_at=now,
-                    expires_at=expires_at,
-                    source=source,
-                    depends_on=depends_on or [],
-                    trust=transition("candidate", "hold") if held else "candidate",
-                )
-                pk = tx.insert_lesson(lesson, digest)
-                tx.insert_version(pk, version_of(lesson, digest, actor))
-                if session:
-                    tx.add_session(pk, digest, session, now)
-                self._audit(
-                    tx,
-                    actor,
-                    "write.created",
-                    lesson,
-                    after=(1, digest),
-                    at=now,
-                    detail={"held": held} if held else None,
-                )
-                return WriteResult(result="created", lesson=lesson, held=held)
-            current = stored.lesson
-            self._check_writable(current, now, ttl is not None or p.clear_ttl)
-            changes: dict[str, Any] = {
-                "updated_at": now,
-                "expires_at": None if p.clear_ttl else (expires_at or current.expires_at),
-            }
-            if tags is not None:
-                changes["tags"] = tags
-            # The stored digest may predate a change of the normalisation: compare the texts'.
-            same = digest == stored.value_digest or digest == value_digest(current.value)
-            if same:
-                _check_same_window(current, valid_from, valid_to)
-                self._check_curation(actor, current, changes)
-                return self._seen(tx, actor, stored, session, changes, now)
-            changes |= {
-                "value": value,
-                "valid_from": valid_from,
-                "valid_to": valid_to,
-                "source": source,
-                "recorded_at": now,
-                "depends_on": current.depends_on if depends_on is None else depends_on,
-            }
-            # A verified lesson, and a disputed one (withheld until a reviewer decides), change
-            # value only through a reviewed revision: disputing first is no way around review.
-            if current.trust in ("verified", "disputed"):
-                # A TTL given with a proposal applies to the served lesson now: a reviewer's.
-                self._check_curation(actor, current, {"expires_at": changes["expires_at"]})
-                return self._propose(tx, actor, stored, digest, changes)
-            held = look_alike(tx, owner, scope, key, value, new_address=False)
-            return self._new_version(tx, actor, stored, digest, session, changes, held)
+        return PreparedWrite(
+            scope=scope,
+            key=key,
+            value=value,
+            tags=tags,
+            kind=p.kind,
+            ttl=ttl,
+            clear_ttl=p.clear_ttl,
+            if_version=p.if_version,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            digests=value_digests(value),
+            depends_on=_dependencies(p.depends_on),
+            session=session,
+            source=source,
+            now=format_ts(now_dt),
+            expires_at=format_ts(now_dt + timedelta(days=ttl)) if ttl else None,
+        )
+
+    def _apply_write(
+        self, tx: Transaction, actor: Actor, owner: str, w: PreparedWrite
+    ) -> WriteResult:
+        """A prepared write in ``tx``, at ``owner``: the tombstone check first, then create,
+        count a sighting, version or propose."""
+        scope, key, value, tags, ttl = w.scope, w.key, w.value, w.tags, w.ttl
+        valid_from, valid_to, session, source = w.valid_from, w.valid_to, w.session, w.source
+        now, expires_at, depends_on = w.now, w.expires_at, w.depends_on
+        digests = w.digests
+        digest = digests[0]
+        tx.lock_corrections(owner, exclusive=False)
+        check_tombstone(tx, owner, scope, digests)
+        stored = tx.lesson_at(owner, scope.text, key)
+        self._check_if_version(w.if_version, stored)
+        if stored is None:
+            held = look_alike(tx, owner, scope, key, value, new_address=True)
+            lesson = Lesson(
+                id=str(uuid.uuid4()),
+                scope=scope.text,
+                key=key,
+                value=value,
+                tags=tags or [],
+                kind=w.kind,
+                owner=Owner.parse(owner),
+                version=1,
+                seen_count=1,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                recorded_at=now,
+                created_at=now,
+                updated_at=now,
+                expires_at=expires_at,
+                source=source,
+                depends_on=depends_on or [],
+                trust=transition("candidate", "hold") if held else "candidate",
+            )
+            pk = tx.insert_lesson(lesson, digest)
+            tx.insert_version(pk, version_of(lesson, digest, actor))
+            if session:
+                tx.add_session(pk, digest, session, now)
+            self._audit(
+                tx,
+                actor,
+                "write.created",
+                lesson,
+                after=(1, digest),
+                at=now,
+                detail={"held": held} if held else None,
+            )
+            return WriteResult(result="created", lesson=lesson, held=held)
+        current = stored.lesson
+        self._check_writable(current, now, ttl is not None or w.clear_ttl)
+        changes: dict[str, Any] = {
+            "updated_at": now,
+            "expires_at": None if w.clear_ttl else (expires_at or current.expires_at),
+        }
+        if tags is not None:
+            changes["tags"] = tags
+        # The stored digest may predate a change of the normalisation: compare the texts'.
+        same = digest == stored.value_digest or digest == value_digest(current.value)
+        if same:
+            _check_same_window(current, valid_from, valid_to)
+            self._check_curation(actor, current, changes)
+            return self._seen(tx, actor, stored, session, changes, now)
+        changes |= {
+            "value": value,
+            "valid_from": valid_from,
+            "valid_to": valid_to,
+            "source": source,
+            "recorded_at": now,
+            "depends_on": current.depends_on if depends_on is None else depends_on,
+        }
+        # A verified lesson, and a disputed one (withheld until a reviewer decides), change
+        # value only through a reviewed revision: disputing first is no way around review.
+        if current.trust in ("verified", "disputed"):
+            # A TTL given with a proposal applies to the served lesson now: a reviewer's.
+            self._check_curation(actor, current, {"expires_at": changes["expires_at"]})
+            return self._propose(tx, actor, stored, digest, changes)
+        held = look_alike(tx, owner, scope, key, value, new_address=False)
+        return self._new_version(tx, actor, stored, digest, session, changes, held)
 
     @staticmethod
     def _check_curation(actor: Actor, current: Lesson, changes: dict[str, Any]) -> None:

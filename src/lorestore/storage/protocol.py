@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Protocol
 from lorestore.core.audit import AuditHead
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import AuditEvent, Lesson, LessonVersion
+from lorestore.storage.webhooks import WebhookTransaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ class AuditFilter:
     limit: int = 50
 
 
-class Transaction(Protocol):
+class Transaction(WebhookTransaction, Protocol):
     """Primitives available inside one store transaction."""
 
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:

@@ -36,6 +36,7 @@ _RECALL_HEAD = (
     "score",
     "valid_from",
     "valid_to",
+    "source",
 )
 
 
@@ -78,7 +79,7 @@ def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
     for row in rows:
         (id_, scope, key, value, trust, version, seen, recorded, updated, expires, agent,
          author, commit, depends_on, owner, digest, score, valid_from,
-         valid_to) = read(row)  # fmt: skip
+         valid_to, source) = read(row)  # fmt: skip
         head = LessonHead(
             str(id_),
             scope,
@@ -96,9 +97,23 @@ def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
             tuple(Dependency.model_validate(d) for d in json_field(depends_on, [])),
             ts_text(valid_from),
             ts_text(valid_to),
+            _association(source),
         )
         found.append(RecallRow(head, owner, digest, float(score), partial(lesson_from_row, row)))
     return found
+
+
+def _association(source: Any) -> str | None:
+    """``source.author_association``, decoded only from a source that holds one (a GitHub
+    capture's): every other candidate pays a substring test, not a JSON decode. PostgreSQL
+    returns the jsonb decoded already."""
+    if isinstance(source, Mapping):
+        found = source.get("author_association")
+    elif isinstance(source, str) and '"author_association"' in source:
+        found = json_field(source, {}).get("author_association")
+    else:
+        return None
+    return found if isinstance(found, str) else None
 
 
 def recall_params(record: RecallRecord) -> dict[str, Any]:

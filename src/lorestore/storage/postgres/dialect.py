@@ -20,7 +20,9 @@ from lorestore.storage.queries import load_queries
 from lorestore.storage.rows import LESSON_COLUMNS, imported_row, lesson_from_row, version_from_row
 from lorestore.storage.sql import SQLTransaction, stored
 
-Q = load_queries("lorestore.storage.postgres", "queries.sql")
+Q = load_queries("lorestore.storage.postgres", "queries.sql") | load_queries(
+    "lorestore.storage.postgres", "webhooks.sql"
+)
 Row = dict[str, Any]
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 _SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"

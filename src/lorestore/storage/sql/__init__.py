@@ -9,9 +9,12 @@ from lorestore.storage.sql.bulk import BulkPrimitives
 from lorestore.storage.sql.lessons import LessonPrimitives
 from lorestore.storage.sql.tenancy import TenancyPrimitives
 from lorestore.storage.sql.vectors import VectorPrimitives
+from lorestore.storage.sql.webhooks import WebhookPrimitives
 
 
-class SQLTransaction(LessonPrimitives, TenancyPrimitives, BulkPrimitives, VectorPrimitives):
+class SQLTransaction(
+    LessonPrimitives, TenancyPrimitives, BulkPrimitives, VectorPrimitives, WebhookPrimitives
+):
     """Every shared primitive; the backend's subclass adds its dialect."""
 
 

@@ -19,7 +19,9 @@ from lorestore.storage.rows import imported_row
 from lorestore.storage.sql import SQLTransaction
 from lorestore.storage.sqlite.bulk import BulkLoad
 
-Q = load_queries("lorestore.storage.sqlite", "queries.sql")
+Q = load_queries("lorestore.storage.sqlite", "queries.sql") | load_queries(
+    "lorestore.storage.sqlite", "webhooks.sql"
+)
 
 # The models' own validators, called without the wrapper of ``model_validate_json``: list
 # pages and search decode dozens of records per call, an export page 500.

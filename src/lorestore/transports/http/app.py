@@ -23,6 +23,7 @@ from lorestore import __version__
 from lorestore.composition import sweep_plan
 from lorestore.config import Settings
 from lorestore.core.errors import LorestoreError
+from lorestore.ingest.models import WEBHOOK_PATH
 from lorestore.service import LessonService
 from lorestore.service.maintenance import Maintenance
 from lorestore.transports.http import AGENT_HEADER, API_PREFIX, OPENAPI_PATH, SESSION_HEADER
@@ -36,6 +37,7 @@ from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
 from lorestore.transports.lorekit import MOUNT as LOREKIT_MOUNT
 from lorestore.transports.lorekit.mount import LoreKitMount
+from lorestore.transports.http.webhook import webhook_routes
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
 
 CORS_HEADERS = [
@@ -123,7 +125,12 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
             )
         )
     stack.append(
-        Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=STREAMED_BODIES)
+        # The webhook reads its own body, up to GitHub's maximum (transports/http/webhook.py).
+        Middleware(
+            BodyLimit,
+            max_bytes=settings.max_request_bytes,
+            streamed=STREAMED_BODIES | {WEBHOOK_PATH},
+        )
     )
     # The LoreKit mount authenticates its own requests: it also takes LoreKit's ?token= form.
     stack.append(Middleware(BearerAuth, service=service, own_auth=(LOREKIT_MOUNT + "/",)))
@@ -153,6 +160,7 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
         *rest_routes(service),
         *streaming_routes(service),
         Mount(LOREKIT_MOUNT, app=lorekit.app),
+        *webhook_routes(service),
     ]
     return Starlette(
         routes=routes,

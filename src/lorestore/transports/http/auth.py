@@ -22,12 +22,14 @@ from lorestore.auth.actor import Actor
 from lorestore.auth.tokens import looks_like_token
 from lorestore.core.errors import LorestoreError
 from lorestore.core.validation import has_control
+from lorestore.ingest.models import WEBHOOK_PATH
 from lorestore.service import LessonService
 from lorestore.transports.http import AGENT_HEADER, OPENAPI_PATH, SESSION_HEADER
 from lorestore.transports.http.errors import error_response
 
 ACTOR_KEY = "lorestore.actor"
-PUBLIC_PATHS = frozenset({"/healthz", OPENAPI_PATH})
+# GitHub's deliveries carry a signature, checked against the webhook secrets, not a token.
+PUBLIC_PATHS = frozenset({"/healthz", OPENAPI_PATH, WEBHOOK_PATH})
 # Where an MCP host looks for OAuth (RFC 9728 and 8414 metadata, OpenID discovery, dynamic
 # client registration) when a server answers 401. lorestore takes bearer tokens and has no
 # authorization server: these answer 404 without a token, so a host reports that the server
@@ -112,7 +114,8 @@ def actor_of(scope: Mapping[str, Any]) -> Actor:
 
 
 class BearerAuth:
-    """Authenticates every request except health and the OpenAPI document."""
+    """Authenticates every request except health, the OpenAPI document and GitHub's deliveries
+    (signed instead)."""
 
     def __init__(
         self, app: ASGIApp, service: LessonService, own_auth: tuple[str, ...] = ()

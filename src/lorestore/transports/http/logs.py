@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -17,15 +16,14 @@ from typing import Any, Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorestore.auth.actor import Actor
-from lorestore.auth.tokens import TOKEN_PATTERN
 from lorestore.core.records import format_ts
+from lorestore.core.secrets import LORESTORE_TOKEN
 from lorestore.transports.http.auth import ACTOR_KEY
 from lorestore.transports.http.errors import ERROR_KEY
 
 REQUEST_LOG = logging.getLogger("lorestore.http.request")
 OPERATION_KEY = "lorestore.operation"
 FIELDS = "fields"  # the LogRecord attribute that carries a record's structured fields
-_TOKEN_RE = re.compile(TOKEN_PATTERN)
 
 
 class JsonFormatter(logging.Formatter):
@@ -118,7 +116,7 @@ class RequestLog:
 def _fields(scope: Scope, status: int, started: float) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "method": scope["method"],
-        "path": _TOKEN_RE.sub("[redacted token]", scope["path"]),
+        "path": LORESTORE_TOKEN.sub("[redacted token]", scope["path"]),
         "status": status,
         "duration_ms": round((time.perf_counter() - started) * 1000, 2),
     }

@@ -1,0 +1,40 @@
+"""Secret detection: the patterns of credentials that must never be stored as lesson text
+(tokens, keys, private key blocks, passwords in URLs), in one place. A match is reported by the
+pattern's name only, never by what it matched, so the refusal itself leaks nothing."""
+
+from __future__ import annotations
+
+import re
+
+# A lorestore bearer token (auth/tokens.py makes them): ``lst_`` (or, made for LoreKit's
+# clients, LoreKit's ``lk_rw_`` / ``lk_ro_``) and 43 URL-safe characters. The one spelling of its
+# shape: authentication recognises a token by it, the request log redacts it from paths, and a
+# lesson or review comment holding one is refused.
+LORESTORE_TOKEN = re.compile(r"(?:lst_|lk_rw_|lk_ro_)[A-Za-z0-9_-]{43}")
+
+# name -> pattern. Specific token formats first, so a match is named by the most precise one.
+SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
+    "private_key_block": re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    "github_token": re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+    "lorestore_token": LORESTORE_TOKEN,
+    "aws_access_key": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    "slack_token": re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    "stripe_key": re.compile(r"\b[sr]k_live_[0-9A-Za-z]{20,}"),
+    "google_api_key": re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
+    "jwt": re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    # scheme://user:password@host: a credential written into a connection string or URL.
+    "password_in_url": re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@[^\s/]"),
+    # api_key = "…", SECRET: …, password=…: a long value assigned to a secret-sounding name.
+    "assigned_secret": re.compile(
+        r"(?i)\b(?:api[_-]?key|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|password"
+        r"|passwd|client[_-]?secret)\b[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9_\-+/=.]{12,}"
+    ),
+}
+
+
+def find_secret(text: str) -> str | None:
+    """The name of the first secret pattern ``text`` matches, None when it matches none."""
+    for name, pattern in SECRET_PATTERNS.items():
+        if pattern.search(text):
+            return name
+    return None
