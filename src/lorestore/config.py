@@ -36,6 +36,8 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_PURGE_EXPIRED": "on/off: maintenance erases expired lessons",
     "LORESTORE_ARCHIVE_RETENTION_DAYS": "days archived lessons are kept before erasure, or off",
     "LORESTORE_RECALL_RETENTION_DAYS": "days recall-log entries are kept, or off",
+    "LORESTORE_DASHBOARD_ORIGIN": "the dashboard's origin, whose host the Host header must name",
+    "LORESTORE_DASHBOARD_SESSION_HOURS": "hours a dashboard sign-in lasts (default 8)",
 }
 OFF_WORDS = frozenset({"off", "false", "no", "0"})
 ON_WORDS = frozenset({"on", "true", "yes", "1"})
@@ -58,6 +60,10 @@ class Settings:
     archive_retention_days: int | None = 30
     recall_retention_days: int | None = 30
     rate_limit: int | None = 600
+    # The dashboard (web/): the origin whose host every request must name (None: the address
+    # `lorestore serve` listens on) and how long a sign-in lasts.
+    dashboard_origin: str | None = None
+    dashboard_session_hours: int = 8
     # Where url and token came from: the environment (an agent's token) or the person's
     # `lorestore login` credential file; None on a local store.
     credential: Literal["environment", "login"] | None = None
@@ -277,4 +283,23 @@ def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "archive_retention_days": _whole(env, "LORESTORE_ARCHIVE_RETENTION_DAYS", 30, 0, 3650),
         "rate_limit": _whole(env, "LORESTORE_RATE_LIMIT", 600, 1, 1_000_000),
         "recall_retention_days": _whole(env, "LORESTORE_RECALL_RETENTION_DAYS", 30, 0, 3650),
+        "dashboard_origin": _origin(env, "LORESTORE_DASHBOARD_ORIGIN"),
+        "dashboard_session_hours": _whole(
+            env, "LORESTORE_DASHBOARD_SESSION_HOURS", 8, 1, 24 * 30, off=False
+        ),
     }
+
+
+def _origin(env: Mapping[str, str], name: str) -> str | None:
+    """An origin (``scheme://host[:port]``, no path), or None when unset."""
+    raw = env.get(name, "").strip().rstrip("/")
+    if not raw:
+        return None
+    scheme, sep, rest = raw.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest or "@" in rest:
+        raise LorestoreError(
+            "config_error",
+            f"{name}={raw!r} is not an origin",
+            hint=f"give scheme, host and port, e.g. {name}=https://lorestore.example.com:8443",
+        )
+    return f"{scheme}://{rest.lower()}"

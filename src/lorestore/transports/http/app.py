@@ -17,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from lorestore import __version__
 from lorestore.composition import sweep_plan
@@ -35,6 +35,11 @@ from lorestore.transports.http.rest import rest_routes
 from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
+from lorestore.web import is_dashboard_path
+from lorestore.web.app import build_dashboard
+
+# The dashboard's origin when neither LORESTORE_DASHBOARD_ORIGIN nor the serve address says it.
+DEFAULT_ORIGIN = "http://127.0.0.1:8765"
 
 CORS_HEADERS = [
     "Authorization",
@@ -123,13 +128,19 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
     stack.append(
         Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=STREAMED_BODIES)
     )
-    stack.append(Middleware(BearerAuth, service=service))
+    # The dashboard's pages authenticate by their session cookie (web/app.py), every other
+    # path by its bearer token.
+    stack.append(Middleware(BearerAuth, service=service, passthrough=is_dashboard_path))
     return stack
 
 
-def build_app(service: LessonService, settings: Settings) -> Starlette:
-    """The application; ``settings.maintenance_hours`` None leaves maintenance to cron."""
+def build_app(
+    service: LessonService, settings: Settings, *, origin: str | None = None
+) -> Starlette:
+    """The application; ``settings.maintenance_hours`` None leaves maintenance to cron.
+    ``origin`` is the address served (the dashboard's origin unless the settings name one)."""
     mcp = StreamableHTTPEndpoint(service, actor_of, max_request_bytes=settings.max_request_bytes)
+    dashboard_origin = settings.dashboard_origin or origin or DEFAULT_ORIGIN
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -148,6 +159,8 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
         Route("/mcp", mcp),
         *rest_routes(service),
         *streaming_routes(service),
+        # Last: the REST and MCP routes above keep their paths; the dashboard answers the rest.
+        Mount("/", app=build_dashboard(service, settings, dashboard_origin)),
     ]
     return Starlette(
         routes=routes,

@@ -9,7 +9,7 @@ endpoint take it; the service then applies its permission and scope confinement.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
@@ -114,9 +114,15 @@ def actor_of(scope: Mapping[str, Any]) -> Actor:
 class BearerAuth:
     """Authenticates every request except health and the OpenAPI document."""
 
-    def __init__(self, app: ASGIApp, service: LessonService) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        service: LessonService,
+        passthrough: Callable[[str], bool] = lambda path: False,
+    ) -> None:
         self.app = app
         self.service = service
+        self.passthrough = passthrough  # paths that authenticate otherwise (the dashboard's)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,7 +139,7 @@ class BearerAuth:
                     "<token>` with an agent's write token (`lorestore token create --name "
                     "AGENT --permission write`)",
                 )
-            if scope["path"] not in PUBLIC_PATHS:
+            if scope["path"] not in PUBLIC_PATHS and not self.passthrough(scope["path"]):
                 scope[ACTOR_KEY] = await self._authenticate(Headers(scope=scope))
         except LorestoreError as error:
             await error_response(error, scope)(scope, receive, send)

@@ -1,0 +1,226 @@
+"""The dashboard's pages (GET, bookmarkable: every filter is in the URL). Each reads through
+catalog operations as the signed-in principal (``Context.call``); nothing here reads the
+store directly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from starlette.responses import Response
+
+from lorestore.core.errors import LorestoreError
+from lorestore.core.records import format_ts
+from lorestore.web.app import Context
+from lorestore.web.render import Series, day_chart, side_by_side
+
+CHART_DAYS = 14
+# What the overview's chart counts, from the audit log: which actions are writes, which are
+# held lessons (a write stored disputed: a look-alike) and which are reviews.
+WRITE_ACTIONS = frozenset({"write.created", "write.updated", "write.proposed", "write.seen"})
+REVIEW_ACTIONS = frozenset({"verify", "verify.revision", "reject", "reject.revision"})
+NOTICES = {
+    "verified": "Verified",
+    "rejected": "Rejected",
+    "revision-accepted": "Accepted the proposed revision of",
+    "revision-rejected": "Rejected the proposed revision of",
+    "dispute-dismissed": "Dismissed the dispute of (verified again)",
+    "token-revoked": "Revoked token",
+    "org-created": "Created org",
+    "invite-revoked": "Revoked invite",
+    "member-removed": "Removed member",
+    "bound": "Bound scope pattern",
+    "unbound": "Unbound scope pattern",
+    "policy-set": "Set the policy of",
+}
+
+
+def notice(ctx: Context) -> str | None:
+    """The one-line outcome of the action that redirected here (fixed words + the subject)."""
+    query = ctx.request.query_params
+    words = NOTICES.get(query.get("done", ""))
+    return f"{words} {query.get('what', '')}".strip() if words else None
+
+
+async def overview(ctx: Context) -> Response:
+    scopes = (await ctx.call("memory_scopes")).scopes
+    queue = (await ctx.call("memory_review_queue", limit=200)).items
+    now = ctx.dashboard.service.clock()
+    days = [format_ts(now - timedelta(days=n))[:10] for n in range(CHART_DAYS - 1, -1, -1)]
+    events = await _events_since(ctx, days[0] + "T00:00:00Z")
+    writes: Counter[str] = Counter()
+    held: Counter[str] = Counter()
+    reviews: Counter[str] = Counter()
+    for event in events:
+        day = event.at[:10]
+        if event.action in WRITE_ACTIONS:
+            writes[day] += 1
+            if event.detail.get("held"):
+                held[day] += 1
+        elif event.action in REVIEW_ACTIONS:
+            reviews[day] += 1
+    chart = day_chart(
+        days,
+        [
+            Series("writes", "writes", [writes[d] for d in days]),
+            Series("held at write", "held", [held[d] for d in days]),
+            Series("reviews", "reviews", [reviews[d] for d in days]),
+        ],
+    )
+    trust = Counter(item.lesson.trust for item in queue)
+    return ctx.page(
+        "overview.html",
+        scopes=scopes,
+        queue=Counter(item.reason for item in queue),
+        queue_total=len(queue),
+        trust=trust,
+        recent=events[:15],
+        chart=chart,
+    )
+
+
+async def _events_since(ctx: Context, since: str, pages: int = 4) -> list[Any]:
+    """The audit events since ``since``, newest first, at most ``pages`` pages of 500."""
+    events: list[Any] = []
+    cursor = None
+    for _ in range(pages):
+        page = await ctx.call("memory_audit", since=since, limit=500, cursor=cursor)
+        events += page.events
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return events
+
+
+async def lessons(ctx: Context) -> Response:
+    query = ctx.request.query_params
+    scopes = (await ctx.call("memory_scopes")).scopes
+    prefix = query.get("scope", "").strip().lower()
+    tags = [t.strip() for t in query.get("tags", "").split(",") if t.strip()]
+    text = query.get("q", "").strip()
+    trust = query.get("trust", "")
+    matching = sorted({s.scope for s in scopes if s.scope.startswith(prefix) and s.active})
+    found: list[Any] = []
+    next_cursor = None
+    if text and matching:
+        hits = await ctx.call(
+            "memory_search", query=text, scopes=matching, tags=tags or None, limit=100
+        )
+        found = [h.lesson for h in hits.hits]
+    elif len(matching) == 1 or prefix in matching:
+        scope = prefix if prefix in matching else matching[0]
+        page = await ctx.call(
+            "memory_list", scope=scope, tags=tags or None, limit=50, cursor=query.get("cursor")
+        )
+        found, next_cursor = page.lessons, page.next_cursor
+    if trust:
+        found = [lesson for lesson in found if lesson.trust == trust]
+    return ctx.page(
+        "lessons.html",
+        scopes=scopes,
+        matching=matching,
+        prefix=prefix,
+        tags=",".join(tags),
+        text=text,
+        trust=trust,
+        lessons=found,
+        next_cursor=next_cursor,
+    )
+
+
+async def lesson(ctx: Context) -> Response:
+    query = ctx.request.query_params
+    scope, key = query.get("scope", ""), query.get("key", "")
+    history = await ctx.call("memory_history", scope=scope, key=key)
+    try:
+        served = (await ctx.call("memory_read", scope=scope, key=key)).lesson
+    except LorestoreError as error:
+        if error.code != "not_found":
+            raise
+        served = None  # rejected, archived or expired: its history still shows
+    versions = sorted(history.versions, key=lambda v: v.version)
+    diffs = {
+        v.version: side_by_side(versions[i - 1].value, v.value)
+        for i, v in enumerate(versions)
+        if i > 0
+    }
+    audit = (await ctx.call("memory_audit", scope=history.scope, key=history.key, limit=100)).events
+    return ctx.page(
+        "lesson.html",
+        history=history,
+        lesson=served,
+        versions=list(reversed(versions)),
+        diffs=diffs,
+        audit=audit,
+    )
+
+
+async def review(ctx: Context) -> Response:
+    query = ctx.request.query_params
+    items = (await ctx.call("memory_review_queue", scope=query.get("scope") or None)).items
+    diffs = {
+        item.lesson.id: side_by_side(item.lesson.value, item.proposed.value)
+        for item in items
+        if item.proposed is not None
+    }
+    return ctx.page("review.html", items=items, diffs=diffs, notice=notice(ctx))
+
+
+async def recall(ctx: Context) -> Response:
+    recall_id = ctx.request.query_params.get("id", "").strip()
+    explained = await ctx.call("memory_explain", recall_id=recall_id) if recall_id else None
+    return ctx.page("recall.html", recall_id=recall_id, explained=explained)
+
+
+async def audit(ctx: Context) -> Response:
+    query = ctx.request.query_params
+    filters = {name: query.get(name) or None for name in ("scope", "key", "since", "until")}
+    page = await ctx.call("memory_audit", limit=100, cursor=query.get("cursor") or None, **filters)
+    chains = await ctx.call("audit_verify")
+    return ctx.page(
+        "audit.html",
+        events=page.events,
+        next_cursor=page.next_cursor,
+        filters=filters,
+        chains=chains,
+    )
+
+
+async def admin(ctx: Context, created: Any = None, invite: Any = None) -> Response:
+    if not ctx.can_admin:
+        raise LorestoreError("forbidden", "the admin pages need a token with admin permission")
+    tokens = (await ctx.call("token_list")).tokens
+    orgs = []
+    for org in (await ctx.call("org_list")).orgs:
+        slug = org.org.removeprefix("org:")
+        members = (await ctx.call("org_members", org=slug)).members
+        invites = []
+        if org.role in ("owner", "admin"):
+            invites = (await ctx.call("org_invites", org=slug)).invites
+        orgs.append({"slug": slug, "role": org.role, "members": members, "invites": invites})
+    policy = await ctx.call("memory_policy", scope="*")
+    return ctx.page(
+        "admin.html",
+        tokens=tokens,
+        orgs=orgs,
+        policy=policy,
+        created=created,
+        invite=invite,
+        notice=notice(ctx),
+    )
+
+
+async def admin_page(ctx: Context) -> Response:
+    return await admin(ctx)
+
+
+PAGES = {
+    "/overview": overview,
+    "/lessons": lessons,
+    "/lesson": lesson,
+    "/review": review,
+    "/recall": recall,
+    "/audit": audit,
+    "/admin": admin_page,
+}
