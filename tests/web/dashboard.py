@@ -24,7 +24,7 @@ def csrf_of(html: str) -> str:
 
 def form_actions(html: str) -> list[str]:
     """The action URL of every POST form of a page."""
-    return re.findall(r'<form method="post" action="([^"]+)"', html)
+    return re.findall(r'<form[^>]* method="post" action="([^"]+)"', html)
 
 
 @dataclass
