@@ -205,8 +205,20 @@ class HistoryResult(Result):
 
 
 class ListParams(Params):
-    scope: str = Field(description="the scope to list")
+    scope: str = Field(
+        description="the scope to list, or every scope beginning with a prefix: end it in * "
+        "(repo::acme/*)"
+    )
     tags: list[str] | None = Field(None, description="only lessons carrying all of these tags")
+    trust: Literal["candidate", "corroborated", "verified", "disputed"] | None = Field(
+        None, description="only lessons of this trust"
+    )
+    state: Literal["active", "archived", "expired"] = Field(
+        "active", description="active (served) lessons, or archived or expired ones (a reviewer's)"
+    )
+    sort: Literal["updated", "seen"] = Field(
+        "updated", description="updated: newest first; seen: most sessions first"
+    )
     limit: int = Field(50, description="page size, 1-200")
     cursor: str | None = Field(None, description="next_cursor of the previous page")
 

@@ -188,7 +188,8 @@ CATALOG: tuple[Operation, ...] = (
     ),
     Operation(
         "memory_list",
-        "List a scope's active lessons, newest first.",
+        "List a scope's lessons (or every scope's under a prefix: repo::acme/*), newest or "
+        "most seen first, by trust and state.",
         ListParams,
         ListResult,
         cli_args=("scope",),

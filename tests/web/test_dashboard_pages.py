@@ -189,3 +189,22 @@ def test_admin_orgs_invites_bindings_and_policies(api: Api) -> None:
     bad = person.post("/admin/orgs/create", {"slug": "Not A Slug!"})
     assert bad.status_code == 400  # a clear refusal, nothing created
     assert "not a slug" not in person.page("/admin").text.lower()
+
+
+def test_the_lessons_page_filters_by_prefix_trust_state_and_pages(api: Api) -> None:
+    for n in range(55):
+        write(api, f"k{n:02}", f"lesson number {n}", scope=S if n % 2 else "repo::acme/api")
+    write(api, "other", "a lesson elsewhere", scope="repo::other/app")
+    api.service.memory_verify(local_actor(), VerifyParams(scope=S, key="k01"))
+    person = sign_in(api, api.token)
+    first = person.page("/lessons", scope="repo::acme/").text
+    assert "k54" in first and "other" not in first
+    assert first.count('<a href="/lesson?') == 50
+    more = first.split('<a class="next" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    second = person.client.get(more).text
+    assert second.count('<a href="/lesson?') == 5 and "k00" in second
+    verified = person.page("/lessons", scope="repo::", trust="verified").text
+    assert verified.count('<a href="/lesson?') == 1 and "k01" in verified
+    agent = sign_in(api, api.mint(name="agent", permission="write"))
+    assert agent.page("/lessons", scope=S, state="archived").status_code == 403
+    assert person.page("/lessons", scope=S, state="archived").status_code == 200  # control

@@ -83,6 +83,25 @@ class AuditFilter:
     limit: int = 50
 
 
+@dataclass(frozen=True, slots=True)
+class LessonFilter:
+    """What ``browse_lessons`` lists: one scope, or every scope beginning with ``prefix``, of
+    some owners; lessons in one state (active, archived, expired), optionally of one trust
+    (rejected ones never), carrying every tag; sorted by ``sort`` (updated: newest first; seen:
+    most seen first), after the keyset ``after`` (the sort value and the pk)."""
+
+    owners: tuple[str, ...]
+    now: str
+    scope: str | None = None
+    prefix: str | None = None
+    tags: tuple[str, ...] = ()
+    trust: str | None = None
+    state: str = "active"
+    sort: str = "updated"
+    after: tuple[str | int, int] | None = None
+    limit: int = 50
+
+
 class Transaction(Protocol):
     """Primitives available inside one store transaction."""
 
@@ -177,6 +196,10 @@ class Transaction(Protocol):
     ) -> tuple[list[StoredLesson], bool]:
         """Active, unexpired lessons of a scope, newest first, after a keyset cursor: at most
         ``limit`` of them, and whether more follow."""
+
+    def browse_lessons(self, query: LessonFilter) -> tuple[list[StoredLesson], bool]:
+        """Lessons as ``query`` filters and sorts them: at most ``limit``, and whether more
+        follow (memory_list with a scope prefix, a trust, a state or the seen sort)."""
 
     def search(
         self,

@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import anyio
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -244,8 +243,9 @@ def _local(target: str) -> str:
     return target
 
 
-def build_dashboard(service: LessonService, settings: Settings, origin: str) -> Starlette:
-    """The dashboard application, mounted at ``/`` by the server after its other routes."""
+def dashboard_routes(service: LessonService, settings: Settings, origin: str) -> list[BaseRoute]:
+    """The dashboard's routes, which the server lists after its REST and MCP routes: only
+    these paths are the dashboard's, so an API path keeps its own 404 and 405 answers."""
     from lorestore.web import actions, pages  # the handlers need Context, defined above
 
     board = Dashboard(service, settings, origin)
@@ -260,6 +260,4 @@ def build_dashboard(service: LessonService, settings: Settings, origin: str) -> 
     routes += [
         Route(p, board.guard(h, post=True), methods=["POST"]) for p, h in actions.ACTIONS.items()
     ]
-    app = Starlette(routes=routes)
-    app.state.dashboard = board
-    return app
+    return routes

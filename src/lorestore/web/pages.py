@@ -94,38 +94,39 @@ async def _events_since(ctx: Context, since: str, pages: int = 4) -> list[Any]:
 
 
 async def lessons(ctx: Context) -> Response:
+    """A scope, or every scope under a prefix, filtered and paged by memory_list; with words,
+    the best matches of memory_search in those scopes instead (ranked, one page)."""
     query = ctx.request.query_params
+    form = {name: query.get(name, "").strip() for name in ("scope", "tags", "q", "trust")}
+    form["state"] = query.get("state") or "active"
+    form["sort"] = query.get("sort") or "updated"
+    tags = [t.strip() for t in form["tags"].split(",") if t.strip()] or None
     scopes = (await ctx.call("memory_scopes")).scopes
-    prefix = query.get("scope", "").strip().lower()
-    tags = [t.strip() for t in query.get("tags", "").split(",") if t.strip()]
-    text = query.get("q", "").strip()
-    trust = query.get("trust", "")
-    matching = sorted({s.scope for s in scopes if s.scope.startswith(prefix) and s.active})
     found: list[Any] = []
     next_cursor = None
-    if text and matching:
-        hits = await ctx.call(
-            "memory_search", query=text, scopes=matching, tags=tags or None, limit=100
-        )
-        found = [h.lesson for h in hits.hits]
-    elif len(matching) == 1 or prefix in matching:
-        scope = prefix if prefix in matching else matching[0]
+    prefix = form["scope"].lower().rstrip("*")
+    if form["q"]:
+        matching = sorted({s.scope for s in scopes if s.scope.startswith(prefix) and s.active})
+        if matching:
+            hits = await ctx.call(
+                "memory_search", query=form["q"], scopes=matching, tags=tags, limit=100
+            )
+            found = [h.lesson for h in hits.hits if form["trust"] in ("", h.lesson.trust)]
+    elif prefix:
+        exact = any(s.scope == prefix for s in scopes) and not form["scope"].endswith("*")
         page = await ctx.call(
-            "memory_list", scope=scope, tags=tags or None, limit=50, cursor=query.get("cursor")
+            "memory_list",
+            scope=prefix if exact else prefix + "*",
+            tags=tags,
+            trust=form["trust"] or None,
+            state=form["state"],
+            sort=form["sort"],
+            limit=50,
+            cursor=query.get("cursor") or None,
         )
         found, next_cursor = page.lessons, page.next_cursor
-    if trust:
-        found = [lesson for lesson in found if lesson.trust == trust]
     return ctx.page(
-        "lessons.html",
-        scopes=scopes,
-        matching=matching,
-        prefix=prefix,
-        tags=",".join(tags),
-        text=text,
-        trust=trust,
-        lessons=found,
-        next_cursor=next_cursor,
+        "lessons.html", scopes=scopes, form=form, lessons=found, next_cursor=next_cursor
     )
 
 

@@ -140,6 +140,43 @@ WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <>
 ORDER BY updated_at DESC, pk DESC
 LIMIT %(limit)s;
 
+-- name: browse_by_updated
+-- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
+-- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
+SELECT * FROM lessons
+WHERE owner = ANY(%(owners)s::text[])
+  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
+  AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND CASE %(state)s::text
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
+                            AND expires_at <= %(now)s::timestamptz
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
+  AND tags @> %(tags)s::jsonb
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (updated_at, pk) < (%(after_at)s::timestamptz, %(after_pk)s::bigint))
+ORDER BY updated_at DESC, pk DESC
+LIMIT %(limit)s;
+
+-- name: browse_by_seen
+-- As browse_by_updated, most seen (distinct sessions) first.
+SELECT * FROM lessons
+WHERE owner = ANY(%(owners)s::text[])
+  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
+  AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND CASE %(state)s::text
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
+                            AND expires_at <= %(now)s::timestamptz
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
+  AND tags @> %(tags)s::jsonb
+  AND (%(after_seen)s::integer IS NULL
+       OR (seen_count, pk) < (%(after_seen)s::integer, %(after_pk)s::bigint))
+ORDER BY seen_count DESC, pk DESC
+LIMIT %(limit)s;
+
 -- name: search
 -- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first. The hits are
 -- found by a definer function so the GIN index is usable under RLS (migration 0009); the

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from lorestore.core.jsontext import dumps
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.storage.protocol import (
+    LessonFilter,
     RecallRecord,
     RecallRow,
     ScopeCount,
@@ -150,6 +151,29 @@ class LessonPrimitives(SQLBase):
         rows = self._all("list_lessons", params)
         decode = self._stored_doc
         return [decode(r) for r in rows[:limit]], len(rows) > limit
+
+    def browse_lessons(self, query: LessonFilter) -> tuple[list[StoredLesson], bool]:
+        after_value, after_pk = query.after if query.after else (None, None)
+        params = {
+            "owners": self._array(query.owners),
+            "scope": query.scope,
+            "prefix": query.prefix,
+            "trust": query.trust,
+            "state": query.state,
+            "now": query.now,
+            "limit": query.limit + 1,
+            "after_at": after_value if query.sort == "updated" else None,
+            "after_seen": after_value if query.sort == "seen" else None,
+            "after_pk": after_pk,
+            "tags": dumps(list(query.tags)),
+            "ntags": len(query.tags),
+        }
+        if query.sort == "seen":
+            rows = self._all("browse_by_seen", params)
+        else:
+            rows = self._all("browse_by_updated", params)
+        decode = self._stored_doc
+        return [decode(r) for r in rows[: query.limit]], len(rows) > query.limit
 
     def search(
         self,

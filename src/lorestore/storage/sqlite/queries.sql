@@ -8,7 +8,7 @@
 -- defaults (the same values) fill them, which is cheaper to build and to validate.
 CREATE TEMP VIEW IF NOT EXISTS lesson_docs AS
 SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value_digest,
-    pending_version,
+    pending_version, seen_count,
     CASE WHEN valid_from IS NULL AND valid_to IS NULL AND archived_at IS NULL
               AND expires_at IS NULL AND review IS NULL AND depends_on = '[]' AND ext = '{}'
               AND pending_version IS NULL AND kind = 'lesson'
@@ -169,6 +169,42 @@ WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'reje
   AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
 ORDER BY updated_at DESC, pk DESC
+LIMIT :limit;
+
+-- name: browse_by_updated
+-- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
+-- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
+  AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND CASE :state
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+  AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
+ORDER BY updated_at DESC, pk DESC
+LIMIT :limit;
+
+-- name: browse_by_seen
+-- As browse_by_updated, most seen (distinct sessions) first.
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
+  AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND CASE :state
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+  AND (:after_seen IS NULL OR seen_count < :after_seen
+       OR (seen_count = :after_seen AND pk < :after_pk))
+ORDER BY seen_count DESC, pk DESC
 LIMIT :limit;
 
 -- name: search

@@ -17,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Route
 
 from lorestore import __version__
 from lorestore.composition import sweep_plan
@@ -36,7 +36,7 @@ from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
 from lorestore.web import is_dashboard_path
-from lorestore.web.app import build_dashboard
+from lorestore.web.app import dashboard_routes
 
 # The dashboard's origin when neither LORESTORE_DASHBOARD_ORIGIN nor the serve address says it.
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
@@ -159,8 +159,8 @@ def build_app(
         Route("/mcp", mcp),
         *rest_routes(service),
         *streaming_routes(service),
-        # Last: the REST and MCP routes above keep their paths; the dashboard answers the rest.
-        Mount("/", app=build_dashboard(service, settings, dashboard_origin)),
+        # The dashboard at / (its own paths only: the API's keep their answers).
+        *dashboard_routes(service, settings, dashboard_origin),
     ]
     return Starlette(
         routes=routes,
