@@ -601,6 +601,19 @@ class ExplainResult(Result):
     held: list[ExplainedLesson]
 
 
+class RecallsParams(Params):
+    since: str | None = Field(
+        None, description="recalls at or after this time (default: a day ago)"
+    )
+    lesson_id: str | None = Field(None, description="only recalls that offered or held this lesson")
+    limit: int = Field(50, description="at most this many, newest first, 1-1000")
+
+
+class RecallsResult(Result):
+    recalls: list[ExplainResult]
+    more: bool = Field(description="more recalls than the limit fall in the window")
+
+
 class PolicyParams(Params):
     scope: str = Field(description="a scope, or * for the default of all your scopes")
     revision_policy: Literal["none", "commit", "files"] | None = Field(

@@ -53,6 +53,8 @@ from lorestore.models import (
     ReadParams,
     RecallParams,
     RecallResult,
+    RecallsParams,
+    RecallsResult,
     RejectParams,
     Result,
     ReviewQueueParams,
@@ -215,6 +217,13 @@ CATALOG: tuple[Operation, ...] = (
         ExplainParams,
         ExplainResult,
         cli_args=("recall_id",),
+    ),
+    Operation(
+        "memory_recalls",
+        "Recent recall decisions from the recall log, newest first: what each offered and "
+        "held, and why; optionally only those that offered or held one lesson.",
+        RecallsParams,
+        RecallsResult,
     ),
     Operation(
         "memory_policy",

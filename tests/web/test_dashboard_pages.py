@@ -49,6 +49,7 @@ def trust_of(api: Api, key: str) -> str:
 def test_every_page_answers_a_signed_in_admin(api: Api) -> None:
     write(api, "pg-port", "The test database listens on 5432.", tags=["postgres"])
     write(api, "pg-port", "The test database listens on 5433 since the CI move.")
+    write(api, "other", "Prefer small functions", scope="repo::other/app")
     recall = api.service.memory_recall(local_actor(), RecallParams(repo="acme/app", task="db"))
     person = sign_in(api, api.token)
     for path, params, expected in [
@@ -68,6 +69,13 @@ def test_every_page_answers_a_signed_in_admin(api: Api) -> None:
     lesson = person.page("/lesson", scope=S, key="pg-port").text
     # The diff between the versions, side by side: the old line beside the new one.
     assert '<tr class="replace"><td class="old">The test database listens on 5432.</td>' in lesson
+    # The recall that offered it, with why, linked to the recall's explanation.
+    assert f'<a href="/recall?id={recall.recall_id}">{recall.recall_id[:8]}</a>' in lesson
+    assert '<td class="offered">offered v2</td>' in lesson
+    assert (
+        "No recall offered or held it."
+        in person.page("/lesson", scope="repo::other/app", key="other").text
+    )
 
 
 def test_signed_out_pages_lead_to_sign_in(api: Api) -> None:

@@ -339,6 +339,12 @@ class Transaction(Protocol):
 
     def insert_recall(self, record: RecallRecord) -> None: ...
 
+    def recent_recalls(
+        self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int
+    ) -> list[RecallRecord]:
+        """Logged recalls of these owners at or after ``since``, newest first, at most
+        ``limit``; with ``lesson_id``, only those that offered or held that lesson."""
+
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None: ...
 
     def scope_policies(self, owner: str, scopes: Sequence[str]) -> list[PolicyRow]:

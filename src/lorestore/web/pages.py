@@ -16,8 +16,10 @@ from lorestore.web.app import Context
 from lorestore.web.render import Series, day_chart, side_by_side
 
 CHART_DAYS = 14
-# What the overview's chart counts, from the audit log: which actions are writes, which are
-# held lessons (a write stored disputed: a look-alike) and which are reviews.
+RECALL_DAYS = 30  # a lesson's recent recalls: the recall log's default retention
+RECALLS_CHARTED = 1000  # the newest recalls the chart counts; past it the page says so
+# What the overview's chart counts from the audit log: which actions are writes and which are
+# reviews (recalls and the lessons they held come from the recall log).
 WRITE_ACTIONS = frozenset({"write.created", "write.updated", "write.proposed", "write.seen"})
 REVIEW_ACTIONS = frozenset({"verify", "verify.revision", "reject", "reject.revision"})
 NOTICES = {
@@ -50,21 +52,24 @@ async def overview(ctx: Context) -> Response:
     days = [format_ts(now - timedelta(days=n))[:10] for n in range(CHART_DAYS - 1, -1, -1)]
     events = await _events_since(ctx, days[0] + "T00:00:00Z")
     writes: Counter[str] = Counter()
-    held: Counter[str] = Counter()
     reviews: Counter[str] = Counter()
     for event in events:
-        day = event.at[:10]
         if event.action in WRITE_ACTIONS:
-            writes[day] += 1
-            if event.detail.get("held"):
-                held[day] += 1
+            writes[event.at[:10]] += 1
         elif event.action in REVIEW_ACTIONS:
-            reviews[day] += 1
+            reviews[event.at[:10]] += 1
+    recalled = await ctx.call("memory_recalls", since=days[0] + "T00:00:00Z", limit=RECALLS_CHARTED)
+    recalls: Counter[str] = Counter()
+    held: Counter[str] = Counter()
+    for one in recalled.recalls:
+        recalls[one.at[:10]] += 1
+        held[one.at[:10]] += len(one.held)
     chart = day_chart(
         days,
         [
             Series("writes", "writes", [writes[d] for d in days]),
-            Series("held at write", "held", [held[d] for d in days]),
+            Series("recalls", "recalls", [recalls[d] for d in days]),
+            Series("lessons held by recalls", "held", [held[d] for d in days]),
             Series("reviews", "reviews", [reviews[d] for d in days]),
         ],
     )
@@ -77,6 +82,7 @@ async def overview(ctx: Context) -> Response:
         trust=trust,
         recent=events[:15],
         chart=chart,
+        chart_partial=recalled.more,
     )
 
 
@@ -147,6 +153,8 @@ async def lesson(ctx: Context) -> Response:
         if i > 0
     }
     audit = (await ctx.call("memory_audit", scope=history.scope, key=history.key, limit=100)).events
+    since = format_ts(ctx.dashboard.service.clock() - timedelta(days=RECALL_DAYS))
+    recalls = await ctx.call("memory_recalls", since=since, lesson_id=history.lesson_id, limit=20)
     return ctx.page(
         "lesson.html",
         history=history,
@@ -154,6 +162,8 @@ async def lesson(ctx: Context) -> Response:
         versions=list(reversed(versions)),
         diffs=diffs,
         audit=audit,
+        recalls=recalls,
+        recall_days=RECALL_DAYS,
     )
 
 

@@ -465,6 +465,15 @@ INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
 VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(context)s::jsonb,
     %(offered)s::jsonb, %(held)s::jsonb);
 
+-- name: recent_recalls
+-- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
+-- those that offered or held it.
+SELECT * FROM recall_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+  AND (%(lesson)s::jsonb IS NULL OR offered @> %(lesson)s::jsonb OR held @> %(lesson)s::jsonb)
+ORDER BY at DESC, recall_id DESC
+LIMIT %(limit)s;
+
 -- name: get_recall
 -- One logged recall decision of these owners.
 SELECT * FROM recall_log WHERE recall_id = %(recall_id)s::uuid AND owner = ANY (%(owners)s);
