@@ -256,6 +256,10 @@ class ScopeInventory(Result):
     archived: int
     expired: int
     rejected: int
+    trust: dict[str, int] = Field(
+        default_factory=dict,
+        description="the active lessons by trust: candidate, corroborated, verified, disputed",
+    )
 
 
 class ScopesResult(Result):

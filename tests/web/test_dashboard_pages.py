@@ -66,6 +66,9 @@ def test_every_page_answers_a_signed_in_admin(api: Api) -> None:
         assert answer.status_code == 200, (path, answer.text)
         assert expected in answer.text, path
         assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+    overview = person.page("/overview").text  # one candidate here, one there; none verified
+    assert '<span class="card trust-candidate"><strong>2</strong> candidate</span>' in overview
+    assert '<span class="card trust-verified"><strong>0</strong> verified</span>' in overview
     lesson = person.page("/lesson", scope=S, key="pg-port").text
     # The diff between the versions, side by side: the old line beside the new one.
     assert '<tr class="replace"><td class="old">The test database listens on 5432.</td>' in lesson

@@ -276,6 +276,7 @@ class ReadOperations(ServiceBase):
                     archived=c.archived,
                     expired=c.expired,
                     rejected=c.rejected,
+                    trust=c.trust,
                 )
                 for c in counts
             ]

@@ -70,6 +70,8 @@ class ScopeCount:
     archived: int
     expired: int
     rejected: int
+    # The active lessons by trust (they add up to ``active``).
+    trust: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,9 @@ async def overview(ctx: Context) -> Response:
             Series("reviews", "reviews", [reviews[d] for d in days]),
         ],
     )
-    trust = Counter(item.lesson.trust for item in queue)
+    trust: Counter[str] = Counter()
+    for inventory in scopes:
+        trust.update(inventory.trust)
     return ctx.page(
         "overview.html",
         scopes=scopes,

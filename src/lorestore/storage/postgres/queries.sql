@@ -190,14 +190,27 @@ JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score DESC, l.pk;
 
 -- name: scope_counts
--- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
+-- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
+-- and the active ones by trust.
 SELECT owner, scope,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)) AS active,
        count(*) FILTER (WHERE status = 'archived') AS archived,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND expires_at <= %(now)s::timestamptz) AS expired,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected
+       count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'candidate'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS candidate,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'corroborated'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS corroborated,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'verified'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS verified,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'disputed'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS disputed
 FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope
 ORDER BY scope COLLATE "C", owner COLLATE "C";
 

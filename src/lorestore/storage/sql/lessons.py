@@ -25,6 +25,9 @@ from lorestore.storage.rows import (
 )
 from lorestore.storage.sql.base import SQLBase, stored
 
+# The trust states of served lessons, counted per scope by scope_counts.
+ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
+
 
 class LessonPrimitives(SQLBase):
     """Lessons, versions, sessions, tombstones, reads and recall, over the dialect."""
@@ -197,7 +200,13 @@ class LessonPrimitives(SQLBase):
         rows = self._all("scope_counts", {"owners": self._array(owners), "now": now})
         return [
             ScopeCount(
-                r["owner"], r["scope"], r["active"], r["archived"], r["expired"], r["rejected"]
+                r["owner"],
+                r["scope"],
+                r["active"],
+                r["archived"],
+                r["expired"],
+                r["rejected"],
+                {t: r[t] for t in ACTIVE_TRUST},
             )
             for r in rows
         ]

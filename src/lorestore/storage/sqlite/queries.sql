@@ -224,14 +224,23 @@ ORDER BY rank
 LIMIT :limit;
 
 -- name: scope_counts
--- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
+-- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
+-- and the active ones by trust.
 SELECT owner, scope,
        sum(status = 'active' AND trust != 'rejected'
            AND (expires_at IS NULL OR expires_at > :now)) AS active,
        sum(status = 'archived') AS archived,
        sum(status = 'active' AND trust != 'rejected'
            AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
-       sum(status = 'active' AND trust = 'rejected') AS rejected
+       sum(status = 'active' AND trust = 'rejected') AS rejected,
+       sum(status = 'active' AND trust = 'candidate'
+           AND (expires_at IS NULL OR expires_at > :now)) AS candidate,
+       sum(status = 'active' AND trust = 'corroborated'
+           AND (expires_at IS NULL OR expires_at > :now)) AS corroborated,
+       sum(status = 'active' AND trust = 'verified'
+           AND (expires_at IS NULL OR expires_at > :now)) AS verified,
+       sum(status = 'active' AND trust = 'disputed'
+           AND (expires_at IS NULL OR expires_at > :now)) AS disputed
 FROM lessons WHERE owner IN (SELECT value FROM json_each(:owners))
 GROUP BY owner, scope ORDER BY scope, owner;
 
