@@ -50,7 +50,7 @@ async def overview(ctx: Context) -> Response:
     queue = (await ctx.call("memory_review_queue", limit=200)).items
     now = ctx.dashboard.service.clock()
     days = [format_ts(now - timedelta(days=n))[:10] for n in range(CHART_DAYS - 1, -1, -1)]
-    events = await _events_since(ctx, days[0] + "T00:00:00Z")
+    events, events_partial = await _events_since(ctx, days[0] + "T00:00:00Z")
     writes: Counter[str] = Counter()
     reviews: Counter[str] = Counter()
     for event in events:
@@ -84,12 +84,13 @@ async def overview(ctx: Context) -> Response:
         trust=trust,
         recent=events[:15],
         chart=chart,
-        chart_partial=recalled.more,
+        chart_partial=recalled.more or events_partial,
     )
 
 
-async def _events_since(ctx: Context, since: str, pages: int = 4) -> list[Any]:
-    """The audit events since ``since``, newest first, at most ``pages`` pages of 500."""
+async def _events_since(ctx: Context, since: str, pages: int = 4) -> tuple[list[Any], bool]:
+    """The audit events since ``since``, newest first, at most ``pages`` pages of 500 (a
+    page view stays cheap on a busy store); and whether older ones were left out."""
     events: list[Any] = []
     cursor = None
     for _ in range(pages):
@@ -98,7 +99,7 @@ async def _events_since(ctx: Context, since: str, pages: int = 4) -> list[Any]:
         cursor = page.next_cursor
         if cursor is None:
             break
-    return events
+    return events, cursor is not None
 
 
 async def lessons(ctx: Context) -> Response:
