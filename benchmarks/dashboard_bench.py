@@ -142,24 +142,41 @@ def measure(service: LessonService, ops: int, warmup: int) -> list[Stats]:
     return [Stats("dashboard", "server", name, 0, s) for name, s in samples.items()]
 
 
-def postgres_copy(sqlite_db: Path, admin_url: str) -> tuple[str, str]:
-    """A throwaway database on ``admin_url``'s server holding the corpus (lorestore migrate);
-    returns its superuser URL and the application role's."""
+def postgres_copy(sqlite_db: Path, admin: str) -> tuple[str, str]:
+    """A throwaway database on ``admin``'s server, set up by ``db init`` and filled by
+    ``lorestore migrate`` from the SQLite corpus; returns its name and the app role's URL."""
     import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    name = f"lorestore_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = admin_url.rsplit("/", 1)[0]
-    url = f"{base}/{name}"
+    from lorestore.storage.postgres.setup import init_database
+
+    name = f"lorestore_bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    params = conninfo_to_dict(admin) | {"dbname": name}
+    report = init_database(make_conninfo(**params))
+    host = params.get("host", "127.0.0.1")
+    port = params.get("port", "5432")
+    target = f"postgresql://{params.get('user', 'postgres')}@{host}:{port}/{name}"
     exe = str(Path(sys.executable).parent / "lorestore")
-    subprocess.run(
-        [exe, "migrate", "--from", f"sqlite:///{sqlite_db}", "--to", url, "--yes"],
-        check=True,
+    copied = subprocess.run(
+        [exe, "migrate", "--from", f"sqlite:///{sqlite_db}", "--to", target],
         capture_output=True,
         text=True,
+        check=False,
     )
-    return url, name
+    if copied.returncode != 0:
+        raise RuntimeError(f"lorestore migrate failed: {copied.stderr[-2000:]}")
+    return name, report.app_url
+
+
+def drop(admin: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def main() -> None:
@@ -173,12 +190,12 @@ def main() -> None:
         src, load = cached_db(Workload(args.size, 1, 0), prog)
     with tempfile.TemporaryDirectory(prefix="lorestore-dash-") as tmp:
         db = copy_db(src, Path(tmp))
+        dropped = None
         if args.postgres:
-            from lorestore.composition import build_service
+            from lorestore.storage.postgres import PostgresStore
 
-            url, _ = postgres_copy(db, args.postgres)
-            settings = dataclasses.replace(load_settings(), database_url=url)
-            service = build_service(settings)
+            dropped, app_url = postgres_copy(db, args.postgres)
+            service = LessonService(PostgresStore(app_url, max_size=4))
             backend = "postgresql"
         else:
             from lorestore.storage.sqlite import SQLiteStore
@@ -189,6 +206,8 @@ def main() -> None:
         stats = measure(service, args.ops, args.warmup)
         after = calibration()
         service.store.close()
+        if dropped is not None:
+            drop(args.postgres, dropped)
     report = {
         "backend": backend,
         "lessons": args.size,
