@@ -106,6 +106,7 @@ def pages(work: dict[str, str]) -> dict[str, str]:
         "review": "/review",
         "recall": f"/recall?id={work['recall_id']}",
         "audit": "/audit",
+        "audit (verify chains)": "/audit?verify=1",
         "admin": "/admin",
         "REST memory_list": f"/api/v1/memory_list?scope={SCOPE}",
     }

@@ -255,7 +255,7 @@ def test_a_screenshot_of_every_page(served: Served, page: Any, tmp_path: Path) -
         ("lesson", f"/lesson?scope={S}&key=pg-port"),
         ("review", "/review"),
         ("recall", f"/recall?id={recall.recall_id}"),
-        ("audit", "/audit"),
+        ("audit", "/audit?verify=1"),
         ("admin", "/admin"),
     ]:
         answer = page.goto(served.server.url + path)

@@ -60,6 +60,7 @@ def test_every_page_answers_a_signed_in_admin(api: Api) -> None:
         ("/review", {}, "Review queue"),
         ("/recall", {"id": recall.recall_id}, "Offered (1)"),
         ("/audit", {"scope": S}, "write.updated"),
+        ("/audit", {"verify": "1"}, "Hash chains: all 1 verified"),
         ("/admin", {}, "Create token"),
     ]:
         answer = person.page(path, **params)

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from lorestore.core.errors import LorestoreError
 from lorestore.core.records import format_ts
+from lorestore.core.scope import parse_scope
 from lorestore.web.app import Context
 from lorestore.web.render import Series, day_chart, side_by_side
 
@@ -110,10 +111,12 @@ async def lessons(ctx: Context) -> Response:
     form["state"] = query.get("state") or "active"
     form["sort"] = query.get("sort") or "updated"
     tags = [t.strip() for t in form["tags"].split(",") if t.strip()] or None
-    scopes = (await ctx.call("memory_scopes")).scopes
+    prefix = form["scope"].lower().rstrip("*")
+    # The inventory (a count over every lesson) only where it is needed: the scopes a search
+    # runs in, and the list of scopes to choose from.
+    scopes = (await ctx.call("memory_scopes")).scopes if form["q"] or not prefix else []
     found: list[Any] = []
     next_cursor = None
-    prefix = form["scope"].lower().rstrip("*")
     if form["q"]:
         matching = sorted({s.scope for s in scopes if s.scope.startswith(prefix) and s.active})
         if matching:
@@ -122,7 +125,7 @@ async def lessons(ctx: Context) -> Response:
             )
             found = [h.lesson for h in hits.hits if form["trust"] in ("", h.lesson.trust)]
     elif prefix:
-        exact = any(s.scope == prefix for s in scopes) and not form["scope"].endswith("*")
+        exact = _is_scope(prefix) and not form["scope"].endswith("*")
         page = await ctx.call(
             "memory_list",
             scope=prefix if exact else prefix + "*",
@@ -137,6 +140,15 @@ async def lessons(ctx: Context) -> Response:
     return ctx.page(
         "lessons.html", scopes=scopes, form=form, lessons=found, next_cursor=next_cursor
     )
+
+
+def _is_scope(text: str) -> bool:
+    """Whether the Lessons page's scope field holds a whole scope (else it is a prefix)."""
+    try:
+        parse_scope(text)
+    except LorestoreError:
+        return False
+    return True
 
 
 async def lesson(ctx: Context) -> Response:
@@ -191,7 +203,9 @@ async def audit(ctx: Context) -> Response:
     query = ctx.request.query_params
     filters = {name: query.get(name) or None for name in ("scope", "key", "since", "until")}
     page = await ctx.call("memory_audit", limit=100, cursor=query.get("cursor") or None, **filters)
-    chains = await ctx.call("audit_verify")
+    # Verifying recomputes every chain from its first event (O(events)): asked for, not run
+    # on every view of the log.
+    chains = await ctx.call("audit_verify") if query.get("verify") == "1" else None
     return ctx.page(
         "audit.html",
         events=page.events,
