@@ -605,6 +605,22 @@ class ExplainResult(Result):
     held: list[ExplainedLesson]
 
 
+class ActivityParams(Params):
+    days: int = Field(14, description="days back, today included (1-90)")
+
+
+class DayActivity(Result):
+    day: str = Field(description="YYYY-MM-DD (UTC)")
+    writes: int = Field(description="write calls: created, updated, proposed, seen again")
+    reviews: int = Field(description="verifications and rejections, revisions included")
+    recalls: int
+    held: int = Field(description="lessons the day's recalls held back")
+
+
+class ActivityResult(Result):
+    days: list[DayActivity] = Field(description="one per day, oldest first")
+
+
 class RecallsParams(Params):
     since: str | None = Field(
         None, description="recalls at or after this time (default: a day ago)"

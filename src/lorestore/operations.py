@@ -16,6 +16,8 @@ from lorestore.auth.actor import Actor, Permission
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
     FIELD_CODES,
+    ActivityParams,
+    ActivityResult,
     Address,
     AuditParams,
     AuditResult,
@@ -217,6 +219,12 @@ CATALOG: tuple[Operation, ...] = (
         ExplainParams,
         ExplainResult,
         cli_args=("recall_id",),
+    ),
+    Operation(
+        "memory_activity",
+        "What happened per day: writes, reviews, recalls and the lessons they held.",
+        ActivityParams,
+        ActivityResult,
     ),
     Operation(
         "memory_recalls",

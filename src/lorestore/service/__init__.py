@@ -7,6 +7,7 @@ operations are grouped by concern into modules; ``LessonService`` is all of them
 
 from __future__ import annotations
 
+from lorestore.service.activity import ActivityOperations
 from lorestore.service.base import Clock, utcnow
 from lorestore.service.invites import InviteOperations
 from lorestore.service.lifecycle import LifecycleOperations
@@ -29,6 +30,7 @@ class LessonService(
     InviteOperations,
     RecallOperations,
     PortableOperations,
+    ActivityOperations,
 ):
     """Every lesson operation over one Store."""
 

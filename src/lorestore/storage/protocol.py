@@ -341,6 +341,12 @@ class Transaction(Protocol):
 
     def insert_recall(self, record: RecallRecord) -> None: ...
 
+    def activity(
+        self, owners: Sequence[str], since: str
+    ) -> tuple[list[tuple[str, str, int]], list[tuple[str, int, int]]]:
+        """Since ``since``, by day (``YYYY-MM-DD``, UTC): the audit events of these owners
+        per action ``(day, action, count)``, and their recalls ``(day, recalls, held)``."""
+
     def recent_recalls(
         self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int
     ) -> list[RecallRecord]:

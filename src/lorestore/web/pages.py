@@ -18,11 +18,6 @@ from lorestore.web.render import Series, day_chart, side_by_side
 
 CHART_DAYS = 14
 RECALL_DAYS = 30  # a lesson's recent recalls: the recall log's default retention
-RECALLS_CHARTED = 1000  # the newest recalls the chart counts; past it the page says so
-# What the overview's chart counts from the audit log: which actions are writes and which are
-# reviews (recalls and the lessons they held come from the recall log).
-WRITE_ACTIONS = frozenset({"write.created", "write.updated", "write.proposed", "write.seen"})
-REVIEW_ACTIONS = frozenset({"verify", "verify.revision", "reject", "reject.revision"})
 NOTICES = {
     "verified": "Verified",
     "rejected": "Rejected",
@@ -49,29 +44,15 @@ def notice(ctx: Context) -> str | None:
 async def overview(ctx: Context) -> Response:
     scopes = (await ctx.call("memory_scopes")).scopes
     queue = (await ctx.call("memory_review_queue", limit=200)).items
-    now = ctx.dashboard.service.clock()
-    days = [format_ts(now - timedelta(days=n))[:10] for n in range(CHART_DAYS - 1, -1, -1)]
-    events, events_partial = await _events_since(ctx, days[0] + "T00:00:00Z")
-    writes: Counter[str] = Counter()
-    reviews: Counter[str] = Counter()
-    for event in events:
-        if event.action in WRITE_ACTIONS:
-            writes[event.at[:10]] += 1
-        elif event.action in REVIEW_ACTIONS:
-            reviews[event.at[:10]] += 1
-    recalled = await ctx.call("memory_recalls", since=days[0] + "T00:00:00Z", limit=RECALLS_CHARTED)
-    recalls: Counter[str] = Counter()
-    held: Counter[str] = Counter()
-    for one in recalled.recalls:
-        recalls[one.at[:10]] += 1
-        held[one.at[:10]] += len(one.held)
+    days = (await ctx.call("memory_activity", days=CHART_DAYS)).days
+    recent = (await ctx.call("memory_audit", limit=15)).events
     chart = day_chart(
-        days,
+        [d.day for d in days],
         [
-            Series("writes", "writes", [writes[d] for d in days]),
-            Series("recalls", "recalls", [recalls[d] for d in days]),
-            Series("lessons held by recalls", "held", [held[d] for d in days]),
-            Series("reviews", "reviews", [reviews[d] for d in days]),
+            Series("writes", "writes", [d.writes for d in days]),
+            Series("recalls", "recalls", [d.recalls for d in days]),
+            Series("lessons held by recalls", "held", [d.held for d in days]),
+            Series("reviews", "reviews", [d.reviews for d in days]),
         ],
     )
     trust: Counter[str] = Counter()
@@ -83,24 +64,9 @@ async def overview(ctx: Context) -> Response:
         queue=Counter(item.reason for item in queue),
         queue_total=len(queue),
         trust=trust,
-        recent=events[:15],
+        recent=recent,
         chart=chart,
-        chart_partial=recalled.more or events_partial,
     )
-
-
-async def _events_since(ctx: Context, since: str, pages: int = 4) -> tuple[list[Any], bool]:
-    """The audit events since ``since``, newest first, at most ``pages`` pages of 500 (a
-    page view stays cheap on a busy store); and whether older ones were left out."""
-    events: list[Any] = []
-    cursor = None
-    for _ in range(pages):
-        page = await ctx.call("memory_audit", since=since, limit=500, cursor=cursor)
-        events += page.events
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return events, cursor is not None
 
 
 async def lessons(ctx: Context) -> Response:

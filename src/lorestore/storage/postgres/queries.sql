@@ -260,6 +260,21 @@ WHERE owner = ANY (%(owners)s)
   AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)
 ORDER BY id DESC LIMIT %(limit)s;
 
+-- name: audit_activity
+-- Audit events of these owners since a time, counted by day (UTC) and action.
+SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, action, count(*) AS n
+FROM audit_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+GROUP BY 1, 2;
+
+-- name: recall_activity
+-- Recalls of these owners since a time, and the lessons they held, by day (UTC).
+SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*) AS recalls,
+       sum(jsonb_array_length(held))::bigint AS held
+FROM recall_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+GROUP BY 1;
+
 -- name: audit_chain
 -- Every audit event of an owner in chain order.
 SELECT * FROM audit_log WHERE owner = %(owner)s ORDER BY id;

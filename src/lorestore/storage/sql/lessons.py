@@ -246,6 +246,17 @@ class LessonPrimitives(SQLBase):
     def insert_recall(self, record: RecallRecord) -> None:
         self._exec("insert_recall", recall_params(record))
 
+    def activity(
+        self, owners: Sequence[str], since: str
+    ) -> tuple[list[tuple[str, str, int]], list[tuple[str, int, int]]]:
+        params = {"owners": self._array(owners), "since": since}
+        audit = [(r["day"], r["action"], int(r["n"])) for r in self._all("audit_activity", params)]
+        recalls = [
+            (r["day"], int(r["recalls"]), int(r["held"] or 0))
+            for r in self._all("recall_activity", params)
+        ]
+        return audit, recalls
+
     def recent_recalls(
         self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int
     ) -> list[RecallRecord]:

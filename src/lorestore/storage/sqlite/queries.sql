@@ -288,6 +288,19 @@ WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:after_id IS NULL OR id < :after_id)
 ORDER BY id DESC LIMIT :limit;
 
+-- name: audit_activity
+-- Audit events of these owners since a time, counted by day (UTC) and action.
+SELECT substr(at, 1, 10) AS day, action, count(*) AS n FROM audit_log
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+GROUP BY day, action;
+
+-- name: recall_activity
+-- Recalls of these owners since a time, and the lessons they held, by day (UTC).
+SELECT substr(at, 1, 10) AS day, count(*) AS recalls, sum(json_array_length(held)) AS held
+FROM recall_log
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+GROUP BY day;
+
 -- name: audit_chain
 -- Every audit event of an owner in chain order.
 SELECT * FROM audit_log WHERE owner = :owner ORDER BY id;
