@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
+# The dashboard's browser tests drive Debian's chromium through Playwright's executable_path:
+# never `playwright install`, which downloads a browser build of its own.
+CHROMIUM ?= /usr/bin/chromium
 
 BINDIR ?= $(HOME)/.local/bin
 
@@ -12,7 +15,8 @@ BINDIR ?= $(HOME)/.local/bin
 help:
 	@echo "make run    install into $(VENV) and serve lorestore over HTTP (MCP + REST) on the embedded store"
 	@echo "make install  link the lorestore command into $(BINDIR) (BINDIR=DIR for another folder)"
-	@echo "make test   install dev dependencies, lint, type-check and run the whole suite"
+	@echo "make test   install dev dependencies (and Debian's chromium, as root), lint, type-check"
+	@echo "            and run the whole suite, the dashboard's browser tests included"
 	@echo "make test-fast  the inner loop: the suite without lint, mypy and the slow-marked tests"
 	@echo "            (real server processes, remote mode, multi-process writers); PostgreSQL included"
 	@echo "make lint   ruff + mypy strict on src/"
@@ -54,8 +58,18 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
 
-test: lint
+test: lint $(CHROMIUM)
 	$(BIN)/python -m pytest -q
+
+# Installed only when missing, and only as root (apt); anyone else is told the command.
+$(CHROMIUM):
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "the dashboard's browser tests need Debian's chromium at $(CHROMIUM):"; \
+		echo "  run 'sudo apt-get update && sudo apt-get install -y chromium', then make test again"; \
+		exit 1; \
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 test-fast: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

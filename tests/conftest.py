@@ -5,6 +5,7 @@ CLI through its real Typer app; the network blocked for every test (tests/offlin
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +49,30 @@ def offline() -> Iterator[None]:
     model of the semantic extra included, may download at run time."""
     with network_blocked():
         yield
+# Debian's chromium (`make test` installs it): the browser the dashboard's tests drive through
+# Playwright's executable_path, never a browser build Playwright would download.
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless chromium for one test module. Under CI=true a browser test that cannot run
+    fails, as a PostgreSQL test does (tests/pg.py); elsewhere it is skipped, saying why."""
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"no browser at {CHROMIUM}: `make test` installs Debian's chromium (as root)"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = "Playwright is not installed: `make .venv/.dev-installed`"
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(problem + " (CI=true: browser tests never skip)")
+        pytest.skip(problem)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture

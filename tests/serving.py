@@ -171,16 +171,16 @@ def make_api(home: Path, **settings: Any) -> Iterator[Api]:
     service.store.close()
 
 
-def backend_api(request: Any, home: Path, monkeypatch: Any) -> Iterator[Api]:
+def backend_api(request: Any, home: Path, monkeypatch: Any, **settings: Any) -> Iterator[Api]:
     """``make_api`` on the backend a fixture is parametrised with (``sqlite`` or ``postgres``:
-    a pooled database, reached as the application role)."""
+    a pooled database, reached as the application role); ``settings`` as for ``make_api``."""
     if request.param == "postgres":
         from tests.migrating import pg_url
 
         template = request.getfixturevalue("pg_template")
         name = request.getfixturevalue("pg_database")
         monkeypatch.setenv("LORESTORE_DATABASE_URL", pg_url(template.app_url(name)))
-    yield from make_api(home)
+    yield from make_api(home, **settings)
 
 
 def error_of(response: Any, status: int) -> dict[str, Any]:

@@ -41,6 +41,8 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_WEBHOOK_TTL_DAYS": "expiry of captured lessons: DAYS, or EVENT=DAYS,... (90)",
     "LORESTORE_WEBHOOK_GRACE_HOURS": "hours a rotated webhook secret is still accepted (24)",
     "LORESTORE_WEBHOOK_RETENTION_DAYS": "days delivery ids are kept against replays (30), or off",
+    "LORESTORE_DASHBOARD_ORIGIN": "the dashboard's origin, whose host the Host header must name",
+    "LORESTORE_DASHBOARD_SESSION_HOURS": "hours a dashboard sign-in lasts (default 8)",
 }
 # The events whose comments become lessons, each with its own expiry (LORESTORE_WEBHOOK_TTL_DAYS).
 WEBHOOK_EVENTS = ("pull_request_review_comment", "pull_request_review", "issue_comment")
@@ -83,6 +85,10 @@ class Settings:
     # Hybrid retrieval when the extra lorestore[semantic] is installed (LORESTORE_SEMANTIC).
     semantic: bool = True
     webhooks: WebhookSettings = field(default_factory=lambda: WebhookSettings())
+    # The dashboard (web/): the origin whose host every request must name (None: the address
+    # `lorestore serve` listens on) and how long a sign-in lasts.
+    dashboard_origin: str | None = None
+    dashboard_session_hours: int = 8
     # Where url and token came from: the environment (an agent's token) or the person's
     # `lorestore login` credential file; None on a local store.
     credential: Literal["environment", "login"] | None = None
@@ -332,3 +338,23 @@ def _webhook_ttls(raw: str) -> tuple[tuple[str, int], ...]:
             raise _config_error("LORESTORE_WEBHOOK_TTL_DAYS", raw, expected)
         days[event] = int(number)
     return tuple(days.items())
+        "dashboard_origin": _origin(env, "LORESTORE_DASHBOARD_ORIGIN"),
+        "dashboard_session_hours": _whole(
+            env, "LORESTORE_DASHBOARD_SESSION_HOURS", 8, 1, 24 * 30, off=False
+        ),
+    }
+
+
+def _origin(env: Mapping[str, str], name: str) -> str | None:
+    """An origin (``scheme://host[:port]``, no path), or None when unset."""
+    raw = env.get(name, "").strip().rstrip("/")
+    if not raw:
+        return None
+    scheme, sep, rest = raw.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest or "@" in rest:
+        raise LorestoreError(
+            "config_error",
+            f"{name}={raw!r} is not an origin",
+            hint=f"give scheme, host and port, e.g. {name}=https://lorestore.example.com:8443",
+        )
+    return f"{scheme}://{rest.lower()}"

@@ -205,8 +205,20 @@ class HistoryResult(Result):
 
 
 class ListParams(Params):
-    scope: str = Field(description="the scope to list")
+    scope: str = Field(
+        description="the scope to list, or every scope beginning with a prefix: end it in * "
+        "(repo::acme/*)"
+    )
     tags: list[str] | None = Field(None, description="only lessons carrying all of these tags")
+    trust: Literal["candidate", "corroborated", "verified", "disputed"] | None = Field(
+        None, description="only lessons of this trust"
+    )
+    state: Literal["active", "archived", "expired"] = Field(
+        "active", description="active (served) lessons, or archived or expired ones (a reviewer's)"
+    )
+    sort: Literal["updated", "seen"] = Field(
+        "updated", description="updated: newest first; seen: most sessions first"
+    )
     limit: int = Field(50, description="page size, 1-200")
     cursor: str | None = Field(None, description="next_cursor of the previous page")
 
@@ -285,6 +297,10 @@ class ScopeInventory(Result):
     archived: int
     expired: int
     rejected: int
+    trust: dict[str, int] = Field(
+        default_factory=dict,
+        description="the active lessons by trust: candidate, corroborated, verified, disputed",
+    )
 
 
 class ScopesResult(Result):
@@ -677,6 +693,35 @@ class ExplainResult(Result):
     context: dict[str, Any]
     offered: list[ExplainedLesson]
     held: list[ExplainedLesson]
+
+
+class ActivityParams(Params):
+    days: int = Field(14, description="days back, today included (1-90)")
+
+
+class DayActivity(Result):
+    day: str = Field(description="YYYY-MM-DD (UTC)")
+    writes: int = Field(description="write calls: created, updated, proposed, seen again")
+    reviews: int = Field(description="verifications and rejections, revisions included")
+    recalls: int
+    held: int = Field(description="lessons the day's recalls held back")
+
+
+class ActivityResult(Result):
+    days: list[DayActivity] = Field(description="one per day, oldest first")
+
+
+class RecallsParams(Params):
+    since: str | None = Field(
+        None, description="recalls at or after this time (default: a day ago)"
+    )
+    lesson_id: str | None = Field(None, description="only recalls that offered or held this lesson")
+    limit: int = Field(50, description="at most this many, newest first, 1-1000")
+
+
+class RecallsResult(Result):
+    recalls: list[ExplainResult]
+    more: bool = Field(description="more recalls than the limit fall in the window")
 
 
 class PolicyParams(Params):

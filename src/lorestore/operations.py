@@ -24,6 +24,8 @@ from lorestore.ingest.models import (
 )
 from lorestore.models import (
     FIELD_CODES,
+    ActivityParams,
+    ActivityResult,
     Address,
     AuditParams,
     AuditResult,
@@ -65,6 +67,8 @@ from lorestore.models import (
     ReadParams,
     RecallParams,
     RecallResult,
+    RecallsParams,
+    RecallsResult,
     RejectParams,
     Result,
     ReviewQueueParams,
@@ -202,7 +206,8 @@ CATALOG: tuple[Operation, ...] = (
     ),
     Operation(
         "memory_list",
-        "List a scope's active lessons, newest first.",
+        "List a scope's lessons (or every scope's under a prefix: repo::acme/*), newest or "
+        "most seen first, by trust and state.",
         ListParams,
         ListResult,
         cli_args=("scope",),
@@ -228,6 +233,19 @@ CATALOG: tuple[Operation, ...] = (
         ExplainParams,
         ExplainResult,
         cli_args=("recall_id",),
+    ),
+    Operation(
+        "memory_activity",
+        "What happened per day: writes, reviews, recalls and the lessons they held.",
+        ActivityParams,
+        ActivityResult,
+    ),
+    Operation(
+        "memory_recalls",
+        "Recent recall decisions from the recall log, newest first: what each offered and "
+        "held, and why; optionally only those that offered or held one lesson.",
+        RecallsParams,
+        RecallsResult,
     ),
     Operation(
         "memory_policy",

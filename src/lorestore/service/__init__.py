@@ -7,6 +7,7 @@ operations are grouped by concern into modules; ``LessonService`` is all of them
 
 from __future__ import annotations
 
+from lorestore.service.activity import ActivityOperations
 from lorestore.service.base import Clock, utcnow
 from lorestore.service.capture import CaptureOperations
 from lorestore.service.invites import InviteOperations
@@ -37,6 +38,7 @@ class LessonService(
     ProjectOperations,
     PortableOperations,
     WebhookOperations,
+    ActivityOperations,
 ):
     """Every lesson operation over one Store."""
 

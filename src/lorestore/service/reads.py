@@ -12,7 +12,7 @@ from lorestore.auth.actor import Actor
 from lorestore.core.audit import check_chain
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.normalise import value_digests
-from lorestore.core.patterns import scope_allowed
+from lorestore.core.patterns import pattern_within, scope_allowed
 from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.search import (
@@ -40,8 +40,7 @@ from lorestore.models import (
 )
 from lorestore.service.base import ServiceBase, address, bounded, is_served
 from lorestore.service.corrections import check_tombstone
-from lorestore.service.retrieval import hybrid_hits
-from lorestore.storage.protocol import AuditFilter
+from lorestore.storage.protocol import AuditFilter, LessonFilter
 
 
 def _list_cursor(cursor: str, mark: str) -> tuple[str, int]:
@@ -56,6 +55,30 @@ def _list_cursor(cursor: str, mark: str) -> tuple[str, int]:
     if canonical != at:
         raise invalid_cursor()
     return at, pk
+
+
+def _browse_cursor(cursor: str, mark: str, sort: str) -> tuple[str | int, int]:
+    if sort == "updated":
+        return _list_cursor(cursor, mark)
+    seen, pk = paged_cursor(cursor, (int, int), mark)
+    assert isinstance(seen, int) and isinstance(pk, int)
+    return seen - 1, pk  # carried plus one: a cursor's numbers are positive, a count may be 0
+
+
+def scope_prefix(pattern: str) -> str:
+    """The prefix of a listing pattern: text ending in one ``*`` (``repo::acme/*``), whose
+    part before it is the start of a scope; any other ``*`` is refused."""
+    prefix = pattern.strip().lower()[:-1]
+    starts = ("global", "project::", "repo::", "branch::")
+    begins_one = any(s.startswith(prefix) or prefix.startswith(s) for s in starts)
+    if not prefix or "*" in prefix or not begins_one or any(c.isspace() for c in prefix):
+        raise LorestoreError(
+            "invalid_scope",
+            f"{pattern!r} is no scope prefix: the start of a scope, then one *",
+            hint='e.g. "repo::acme/*" (every scope beginning with repo::acme/) or "repo::*"; '
+            'scopes use "::" as the separator',
+        )
+    return prefix
 
 
 class ReadOperations(ServiceBase):
@@ -136,6 +159,12 @@ class ReadOperations(ServiceBase):
         )
 
     def memory_list(self, actor: Actor, p: ListParams) -> ListResult:
+        if p.scope.strip().endswith("*") or (p.trust, p.state, p.sort) != (
+            None,
+            "active",
+            "updated",
+        ):
+            return self._browse(actor, p)
         scope = parse_scope(p.scope).text
         self._authorise(actor, "read", scope)
         tags = validate_tags(p.tags)
@@ -156,6 +185,55 @@ class ReadOperations(ServiceBase):
             next_cursor = encode_cursor(page[-1].lesson.updated_at, page[-1].pk, mark)
         return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
 
+    def _browse(self, actor: Actor, p: ListParams) -> ListResult:
+        """memory_list with its filters: a scope prefix (the lessons of every owner the actor
+        reads), a trust, a state (archived and expired lessons are a reviewer's to see) or
+        the seen sort."""
+        prefix = scope_prefix(p.scope) if p.scope.strip().endswith("*") else None
+        scope = None if prefix is not None else parse_scope(p.scope).text
+        if prefix is None:
+            self._authorise(actor, "read", str(scope))
+        else:
+            self._require(actor, "read")
+            if actor.scopes is not None and not pattern_within(prefix + "*", actor.scopes):
+                raise LorestoreError(
+                    "forbidden",
+                    f"this token does not cover every scope beginning with {prefix}",
+                    hint="list a prefix or a scope within the token's scope patterns",
+                    details={"token_scopes": list(actor.scopes)},
+                )
+        if p.state != "active":
+            self._require(actor, "review")
+        tags = validate_tags(p.tags)
+        limit = bounded("limit", p.limit, 1, 200)
+        mark = listing_mark("browse", scope, prefix, sorted(tags), p.trust, p.state, p.sort)
+        after = _browse_cursor(p.cursor, mark, p.sort) if p.cursor else None
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            owners = (
+                self._readable_owners(tx, actor)
+                if scope is None
+                else [self._owner_for(tx, actor, scope, write=False)]
+            )
+            query = LessonFilter(
+                owners=tuple(owners),
+                now=self._now(),
+                scope=scope,
+                prefix=prefix,
+                tags=tuple(tags),
+                trust=p.trust,
+                state=p.state,
+                sort=p.sort,
+                after=after,
+                limit=limit,
+            )
+            page, more = tx.browse_lessons(query)
+        next_cursor = None
+        if more:
+            last = page[-1]
+            value = last.lesson.updated_at if p.sort == "updated" else last.lesson.seen_count + 1
+            next_cursor = encode_cursor(value, last.pk, mark)
+        return ListResult(lessons=[r.lesson for r in page], next_cursor=next_cursor)
+
     def memory_scopes(self, actor: Actor, p: NoParams) -> ScopesResult:
         self._require(actor, "read")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
@@ -171,6 +249,7 @@ class ReadOperations(ServiceBase):
                     archived=c.archived,
                     expired=c.expired,
                     rejected=c.rejected,
+                    trust=c.trust,
                 )
                 for c in counts
             ]

@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.patterns import scope_allowed
 from lorestore.core.recall import Candidate, Decision, ScopePolicy, render_fence, select
-from lorestore.core.records import Lesson
+from lorestore.core.records import Lesson, format_ts, normalise_ts
 from lorestore.core.scope import ladder, parse_scope
 from lorestore.core.search import query_terms
 from lorestore.models import (
@@ -27,6 +28,8 @@ from lorestore.models import (
     RecallParams,
     RecallResult,
     SearchParams,
+    RecallsParams,
+    RecallsResult,
 )
 from lorestore.service.base import bounded
 from lorestore.service.projects import ProjectOperations
@@ -243,6 +246,32 @@ class RecallOperations(ProjectOperations):
             context=record.context,
             offered=[ExplainedLesson.model_validate(e) for e in record.offered],
             held=[ExplainedLesson.model_validate(e) for e in record.held],
+        )
+
+    def memory_recalls(self, actor: Actor, p: RecallsParams) -> RecallsResult:
+        """The recall log, newest first: what each recall offered and held, and why (the
+        dashboard's activity and a lesson's recent recalls)."""
+        self._require(actor, "read")
+        since = normalise_ts(p.since, field="since") or format_ts(self.clock() - timedelta(days=1))
+        limit = bounded("limit", p.limit, 1, 1000)
+        lesson_id = p.lesson_id.strip().lower() if p.lesson_id else None
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            owners = self._readable_owners(tx, actor)
+            records = tx.recent_recalls(owners, since, lesson_id, limit + 1)
+        shown = [r for r in records[:limit] if _covers(actor, r)]
+        return RecallsResult(
+            recalls=[
+                ExplainResult(
+                    recall_id=r.recall_id,
+                    at=r.at,
+                    actor=r.actor,
+                    context=r.context,
+                    offered=[ExplainedLesson.model_validate(e) for e in r.offered],
+                    held=[ExplainedLesson.model_validate(e) for e in r.held],
+                )
+                for r in shown
+            ],
+            more=len(records) > limit,
         )
 
     def memory_policy(self, actor: Actor, p: PolicyParams) -> PolicyResult:

@@ -257,10 +257,16 @@ class TokenOperations(ServiceBase):
         """The actor a presented bearer token stands for; ``unauthenticated`` otherwise."""
         if not looks_like_token(token):
             raise _unauthenticated("that is not a lorestore token")
+        return self.authenticate_hash(hash_token(token), session=session)
+
+    def authenticate_hash(self, token_hash: str, *, session: str | None = None) -> Actor:
+        """``authenticate`` for a token known by its hash: the dashboard's sessions keep the
+        hash, never the secret, and check the token again on every request (so a revoked or
+        expired token ends its sessions at once)."""
         now = self.clock()
         # No actor yet: the lookup by the secret's hash is the one query that runs without.
         with self.store.transaction(write=False) as tx:
-            record = tx.token_by_hash(hash_token(token))
+            record = tx.token_by_hash(token_hash)
         if record is None:
             raise _unauthenticated("unknown token")
         if record.revoked_at is not None:

@@ -71,6 +71,8 @@ class ScopeCount:
     archived: int
     expired: int
     rejected: int
+    # The active lessons by trust (they add up to ``active``).
+    trust: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,25 @@ class AuditFilter:
     since: str | None = None
     until: str | None = None
     after_id: int | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class LessonFilter:
+    """What ``browse_lessons`` lists: one scope, or every scope beginning with ``prefix``, of
+    some owners; lessons in one state (active, archived, expired), optionally of one trust
+    (rejected ones never), carrying every tag; sorted by ``sort`` (updated: newest first; seen:
+    most seen first), after the keyset ``after`` (the sort value and the pk)."""
+
+    owners: tuple[str, ...]
+    now: str
+    scope: str | None = None
+    prefix: str | None = None
+    tags: tuple[str, ...] = ()
+    trust: str | None = None
+    state: str = "active"
+    sort: str = "updated"
+    after: tuple[str | int, int] | None = None
     limit: int = 50
 
 
@@ -181,6 +202,10 @@ class Transaction(WebhookTransaction, Protocol):
     ) -> tuple[list[StoredLesson], bool]:
         """Active, unexpired lessons of a scope, newest first, after a keyset cursor: at most
         ``limit`` of them, and whether more follow."""
+
+    def browse_lessons(self, query: LessonFilter) -> tuple[list[StoredLesson], bool]:
+        """Lessons as ``query`` filters and sorts them: at most ``limit``, and whether more
+        follow (memory_list with a scope prefix, a trust, a state or the seen sort)."""
 
     def search(
         self,
@@ -345,6 +370,18 @@ class Transaction(WebhookTransaction, Protocol):
         ones counted, as recall's candidates are): a count that stops at ``than + 1``."""
 
     def insert_recall(self, record: RecallRecord) -> None: ...
+
+    def activity(
+        self, owners: Sequence[str], since: str
+    ) -> tuple[list[tuple[str, str, int]], list[tuple[str, int, int]]]:
+        """Since ``since``, by day (``YYYY-MM-DD``, UTC): the audit events of these owners
+        per action ``(day, action, count)``, and their recalls ``(day, recalls, held)``."""
+
+    def recent_recalls(
+        self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int
+    ) -> list[RecallRecord]:
+        """Logged recalls of these owners at or after ``since``, newest first, at most
+        ``limit``; with ``lesson_id``, only those that offered or held that lesson."""
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None: ...
 

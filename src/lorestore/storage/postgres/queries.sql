@@ -145,6 +145,43 @@ WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <>
 ORDER BY updated_at DESC, pk DESC
 LIMIT %(limit)s;
 
+-- name: browse_by_updated
+-- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
+-- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
+SELECT * FROM lessons
+WHERE owner = ANY(%(owners)s::text[])
+  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
+  AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND CASE %(state)s::text
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
+                            AND expires_at <= %(now)s::timestamptz
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
+  AND tags @> %(tags)s::jsonb
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (updated_at, pk) < (%(after_at)s::timestamptz, %(after_pk)s::bigint))
+ORDER BY updated_at DESC, pk DESC
+LIMIT %(limit)s;
+
+-- name: browse_by_seen
+-- As browse_by_updated, most seen (distinct sessions) first.
+SELECT * FROM lessons
+WHERE owner = ANY(%(owners)s::text[])
+  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
+  AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND CASE %(state)s::text
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
+                            AND expires_at <= %(now)s::timestamptz
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
+  AND tags @> %(tags)s::jsonb
+  AND (%(after_seen)s::integer IS NULL
+       OR (seen_count, pk) < (%(after_seen)s::integer, %(after_pk)s::bigint))
+ORDER BY seen_count DESC, pk DESC
+LIMIT %(limit)s;
+
 -- name: search
 -- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first. The hits are
 -- found by a definer function so the GIN index is usable under RLS (migration 0009); the
@@ -158,14 +195,27 @@ JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score DESC, l.pk;
 
 -- name: scope_counts
--- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
+-- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
+-- and the active ones by trust.
 SELECT owner, scope,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)) AS active,
        count(*) FILTER (WHERE status = 'archived') AS archived,
        count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
                         AND expires_at <= %(now)s::timestamptz) AS expired,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected
+       count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'candidate'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS candidate,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'corroborated'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS corroborated,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'verified'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS verified,
+       count(*) FILTER (WHERE status = 'active' AND trust = 'disputed'
+                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
+           AS disputed
 FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope
 ORDER BY scope COLLATE "C", owner COLLATE "C";
 
@@ -214,6 +264,21 @@ WHERE owner = ANY (%(owners)s)
   AND (%(until)s::timestamptz IS NULL OR at < %(until)s::timestamptz)
   AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)
 ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: audit_activity
+-- Audit events of these owners since a time, counted by day (UTC) and action.
+SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, action, count(*) AS n
+FROM audit_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+GROUP BY 1, 2;
+
+-- name: recall_activity
+-- Recalls of these owners since a time, and the lessons they held, by day (UTC).
+SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*) AS recalls,
+       sum(jsonb_array_length(held))::bigint AS held
+FROM recall_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+GROUP BY 1;
 
 -- name: audit_chain
 -- Every audit event of an owner in chain order.
@@ -432,6 +497,15 @@ LIMIT %(limit)s;
 INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
 VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(context)s::jsonb,
     %(offered)s::jsonb, %(held)s::jsonb);
+
+-- name: recent_recalls
+-- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
+-- those that offered or held it.
+SELECT * FROM recall_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+  AND (%(lesson)s::jsonb IS NULL OR offered @> %(lesson)s::jsonb OR held @> %(lesson)s::jsonb)
+ORDER BY at DESC, recall_id DESC
+LIMIT %(limit)s;
 
 -- name: get_recall
 -- One logged recall decision of these owners.

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from lorestore.core.jsontext import dumps
 from lorestore.core.records import Lesson, LessonVersion
 from lorestore.storage.protocol import (
+    LessonFilter,
     RecallRecord,
     RecallRow,
     ScopeCount,
@@ -23,6 +24,9 @@ from lorestore.storage.rows import (
     version_params,
 )
 from lorestore.storage.sql.base import SQLBase, stored
+
+# The trust states of served lessons, counted per scope by scope_counts.
+ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
 
 
 class LessonPrimitives(SQLBase):
@@ -158,6 +162,29 @@ class LessonPrimitives(SQLBase):
         decode = self._stored_doc
         return [decode(r) for r in rows[:limit]], len(rows) > limit
 
+    def browse_lessons(self, query: LessonFilter) -> tuple[list[StoredLesson], bool]:
+        after_value, after_pk = query.after if query.after else (None, None)
+        params = {
+            "owners": self._array(query.owners),
+            "scope": query.scope,
+            "prefix": query.prefix,
+            "trust": query.trust,
+            "state": query.state,
+            "now": query.now,
+            "limit": query.limit + 1,
+            "after_at": after_value if query.sort == "updated" else None,
+            "after_seen": after_value if query.sort == "seen" else None,
+            "after_pk": after_pk,
+            "tags": dumps(list(query.tags)),
+            "ntags": len(query.tags),
+        }
+        if query.sort == "seen":
+            rows = self._all("browse_by_seen", params)
+        else:
+            rows = self._all("browse_by_updated", params)
+        decode = self._stored_doc
+        return [decode(r) for r in rows[: query.limit]], len(rows) > query.limit
+
     def search(
         self,
         addresses: Sequence[tuple[str, str]],
@@ -180,7 +207,13 @@ class LessonPrimitives(SQLBase):
         rows = self._all("scope_counts", {"owners": self._array(owners), "now": now})
         return [
             ScopeCount(
-                r["owner"], r["scope"], r["active"], r["archived"], r["expired"], r["rejected"]
+                r["owner"],
+                r["scope"],
+                r["active"],
+                r["archived"],
+                r["expired"],
+                r["rejected"],
+                {t: r[t] for t in ACTIVE_TRUST},
             )
             for r in rows
         ]
@@ -219,6 +252,30 @@ class LessonPrimitives(SQLBase):
 
     def insert_recall(self, record: RecallRecord) -> None:
         self._exec("insert_recall", recall_params(record))
+
+    def activity(
+        self, owners: Sequence[str], since: str
+    ) -> tuple[list[tuple[str, str, int]], list[tuple[str, int, int]]]:
+        params = {"owners": self._array(owners), "since": since}
+        audit = [(r["day"], r["action"], int(r["n"])) for r in self._all("audit_activity", params)]
+        recalls = [
+            (r["day"], int(r["recalls"]), int(r["held"] or 0))
+            for r in self._all("recall_activity", params)
+        ]
+        return audit, recalls
+
+    def recent_recalls(
+        self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int
+    ) -> list[RecallRecord]:
+        params = {
+            "owners": self._array(owners),
+            "since": since,
+            "lesson_id": lesson_id,
+            # PostgreSQL finds the lesson by jsonb containment: an element naming it.
+            "lesson": None if lesson_id is None else dumps([{"lesson_id": lesson_id}]),
+            "limit": limit,
+        }
+        return [recall_from_row(r) for r in self._all("recent_recalls", params)]
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
         if not self._valid_id(recall_id):

@@ -8,7 +8,7 @@
 -- defaults (the same values) fill them, which is cheaper to build and to validate.
 CREATE TEMP VIEW IF NOT EXISTS lesson_docs AS
 SELECT pk, owner, scope, key, status, trust, tags, updated_at, expires_at, value_digest,
-    pending_version,
+    pending_version, seen_count,
     CASE WHEN valid_from IS NULL AND valid_to IS NULL AND archived_at IS NULL
               AND expires_at IS NULL AND review IS NULL AND depends_on = '[]' AND ext = '{}'
               AND pending_version IS NULL AND kind = 'lesson'
@@ -177,6 +177,42 @@ WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'reje
 ORDER BY updated_at DESC, pk DESC
 LIMIT :limit;
 
+-- name: browse_by_updated
+-- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
+-- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
+  AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND CASE :state
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+  AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
+ORDER BY updated_at DESC, pk DESC
+LIMIT :limit;
+
+-- name: browse_by_seen
+-- As browse_by_updated, most seen (distinct sessions) first.
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
+  AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND CASE :state
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+  AND (:after_seen IS NULL OR seen_count < :after_seen
+       OR (seen_count = :after_seen AND pk < :after_pk))
+ORDER BY seen_count DESC, pk DESC
+LIMIT :limit;
+
 -- name: search
 -- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first
 -- (ORDER BY rank lets FTS5 return matches in rank order instead of sorting them all).
@@ -194,14 +230,23 @@ ORDER BY rank
 LIMIT :limit;
 
 -- name: scope_counts
--- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired).
+-- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
+-- and the active ones by trust.
 SELECT owner, scope,
        sum(status = 'active' AND trust != 'rejected'
            AND (expires_at IS NULL OR expires_at > :now)) AS active,
        sum(status = 'archived') AS archived,
        sum(status = 'active' AND trust != 'rejected'
            AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
-       sum(status = 'active' AND trust = 'rejected') AS rejected
+       sum(status = 'active' AND trust = 'rejected') AS rejected,
+       sum(status = 'active' AND trust = 'candidate'
+           AND (expires_at IS NULL OR expires_at > :now)) AS candidate,
+       sum(status = 'active' AND trust = 'corroborated'
+           AND (expires_at IS NULL OR expires_at > :now)) AS corroborated,
+       sum(status = 'active' AND trust = 'verified'
+           AND (expires_at IS NULL OR expires_at > :now)) AS verified,
+       sum(status = 'active' AND trust = 'disputed'
+           AND (expires_at IS NULL OR expires_at > :now)) AS disputed
 FROM lessons WHERE owner IN (SELECT value FROM json_each(:owners))
 GROUP BY owner, scope ORDER BY scope, owner;
 
@@ -248,6 +293,19 @@ WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:until IS NULL OR at < :until)
   AND (:after_id IS NULL OR id < :after_id)
 ORDER BY id DESC LIMIT :limit;
+
+-- name: audit_activity
+-- Audit events of these owners since a time, counted by day (UTC) and action.
+SELECT substr(at, 1, 10) AS day, action, count(*) AS n FROM audit_log
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+GROUP BY day, action;
+
+-- name: recall_activity
+-- Recalls of these owners since a time, and the lessons they held, by day (UTC).
+SELECT substr(at, 1, 10) AS day, count(*) AS recalls, sum(json_array_length(held)) AS held
+FROM recall_log
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+GROUP BY day;
 
 -- name: audit_chain
 -- Every audit event of an owner in chain order.
@@ -513,6 +571,19 @@ LIMIT :limit;
 -- Log one recall decision.
 INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
 VALUES (:recall_id, :owner, :at, :actor, :context, :offered, :held);
+
+-- name: recent_recalls
+-- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
+-- those that offered or held it.
+SELECT * FROM recall_log
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+  AND (:lesson_id IS NULL
+       OR EXISTS (SELECT 1 FROM json_each(recall_log.offered) AS o
+                  WHERE json_extract(o.value, '$.lesson_id') = :lesson_id)
+       OR EXISTS (SELECT 1 FROM json_each(recall_log.held) AS h
+                  WHERE json_extract(h.value, '$.lesson_id') = :lesson_id))
+ORDER BY at DESC, recall_id DESC
+LIMIT :limit;
 
 -- name: get_recall
 -- One logged recall decision of these owners.

@@ -39,6 +39,11 @@ from lorestore.transports.lorekit import MOUNT as LOREKIT_MOUNT
 from lorestore.transports.lorekit.mount import LoreKitMount
 from lorestore.transports.http.webhook import webhook_routes
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
+from lorestore.web import is_dashboard_path
+from lorestore.web.app import dashboard_routes
+
+# The dashboard's origin when neither LORESTORE_DASHBOARD_ORIGIN nor the serve address says it.
+DEFAULT_ORIGIN = "http://127.0.0.1:8765"
 
 CORS_HEADERS = [
     "Authorization",
@@ -132,15 +137,27 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
             streamed=STREAMED_BODIES | {WEBHOOK_PATH},
         )
     )
-    # The LoreKit mount authenticates its own requests: it also takes LoreKit's ?token= form.
-    stack.append(Middleware(BearerAuth, service=service, own_auth=(LOREKIT_MOUNT + "/",)))
+    # The dashboard's pages authenticate by their session cookie (web/app.py), the LoreKit
+    # mount by its own (it also takes LoreKit's ?token= form); every other path by its bearer
+    # token.
+    stack.append(Middleware(BearerAuth, service=service, passthrough=_authenticates_itself))
     return stack
 
 
-def build_app(service: LessonService, settings: Settings) -> Starlette:
-    """The application; ``settings.maintenance_hours`` None leaves maintenance to cron."""
+def _authenticates_itself(path: str) -> bool:
+    """The paths BearerAuth leaves alone: the dashboard's (its session cookie) and the LoreKit
+    mount's (LoreKit's bearer header or its ?token= form)."""
+    return is_dashboard_path(path) or path.startswith(LOREKIT_MOUNT + "/")
+
+
+def build_app(
+    service: LessonService, settings: Settings, *, origin: str | None = None
+) -> Starlette:
+    """The application; ``settings.maintenance_hours`` None leaves maintenance to cron.
+    ``origin`` is the address served (the dashboard's origin unless the settings name one)."""
     mcp = StreamableHTTPEndpoint(service, actor_of, max_request_bytes=settings.max_request_bytes)
     lorekit = LoreKitMount(service, max_request_bytes=settings.max_request_bytes)
+    dashboard_origin = settings.dashboard_origin or origin or DEFAULT_ORIGIN
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -161,6 +178,8 @@ def build_app(service: LessonService, settings: Settings) -> Starlette:
         *streaming_routes(service),
         Mount(LOREKIT_MOUNT, app=lorekit.app),
         *webhook_routes(service),
+        # The dashboard at / (its own paths only: the API's keep their answers).
+        *dashboard_routes(service, settings, dashboard_origin),
     ]
     return Starlette(
         routes=routes,

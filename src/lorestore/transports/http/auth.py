@@ -9,7 +9,7 @@ endpoint take it; the service then applies its permission and scope confinement.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
@@ -118,14 +118,17 @@ class BearerAuth:
     (signed instead)."""
 
     def __init__(
-        self, app: ASGIApp, service: LessonService, own_auth: tuple[str, ...] = ()
+        self,
+        app: ASGIApp,
+        service: LessonService,
+        passthrough: Callable[[str], bool] = lambda path: False,
     ) -> None:
         self.app = app
         self.service = service
-        self.own_auth = own_auth  # path prefixes of mounts that authenticate for themselves
+        self.passthrough = passthrough  # paths that authenticate otherwise (dashboard, LoreKit)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith(self.own_auth):
+        if scope["type"] != "http" or self.passthrough(scope["path"]):
             await self.app(scope, receive, send)
             return
         try:

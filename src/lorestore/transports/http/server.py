@@ -53,6 +53,7 @@ def announce(url: str, token: str | None) -> None:
         f"lorestore serving {url}",
         f"  MCP (streamable HTTP): {url}/mcp",
         f"  REST: {url}{API_PREFIX}/<operation>   OpenAPI: {url}{OPENAPI_PATH}",
+        f"  Dashboard: {url}/ (sign in with a review or admin token)",
     ]
     if token:
         lines += [
@@ -106,7 +107,7 @@ def serve(
             await super().startup(sockets=sockets)
             if self.started:  # listening: only now is the URL true and a token worth minting
                 token = bootstrap_token(service, settings.principal) if admin_token else None
-                announce(f"http://{f'[{host}]' if ':' in host else host}:{port}", token)
+                announce(_origin(host, port), token)
 
     chosen_format = _log_format(log_format)  # before anything opens: bad input changes nothing
     # Listen first: a port that is taken ends here, before the application starts (and with
@@ -118,7 +119,7 @@ def serve(
     previous = signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
         config = uvicorn.Config(
-            build_app(service, settings),
+            build_app(service, settings, origin=_origin(host, port)),
             host=host,
             port=port,
             log_config=log_config(log_format=chosen_format),
@@ -135,6 +136,11 @@ def serve(
         listener.close()
         service.store.close()
         sys.stdout.flush()
+
+
+def _origin(host: str, port: int) -> str:
+    """The address served, as the dashboard's origin (LORESTORE_DASHBOARD_ORIGIN overrides)."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
 def _log_format(chosen: str) -> LogFormat:

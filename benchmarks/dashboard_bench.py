@@ -1,0 +1,224 @@
+"""Server time of each dashboard page at 100k lessons: the real application in process (the
+same ASGI app ``lorestore serve`` runs), a signed-in admin, each page timed from the request
+entering the application to its last body byte, the pages interleaved round by round (a busy
+moment of the shared machine falls on all of them), beside the REST ``memory_list`` of the same
+server and the machine's calibration figure. Figures go to docs/benchmarks.md by hand.
+
+    .venv/bin/python benchmarks/dashboard_bench.py [--size 100000] [--ops 200]
+    .venv/bin/python benchmarks/dashboard_bench.py --postgres postgresql://postgres@127.0.0.1/postgres
+
+The SQLite corpus is the suite's cached one (benchmarks/results/cache/, written through the
+service); with ``--postgres`` it is copied by ``lorestore migrate`` into a throwaway database
+of that server, which the app then reads as the application role."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from starlette.testclient import TestClient
+
+from common import Stats, Workload, progress, stderr
+from inprocess import cached_db, copy_db
+from lorestore.auth.actor import local_actor
+from lorestore.config import load_settings
+from lorestore.models import (
+    DisputeParams,
+    ListParams,
+    RecallParams,
+    TokenCreateParams,
+    VerifyParams,
+    WriteParams,
+)
+from lorestore.service import LessonService
+from lorestore.transports.http.app import build_app
+
+ORIGIN = "http://testserver"
+SCOPE = "project::p0"  # the corpus's busiest scope (about half of all lessons)
+
+
+def calibration() -> float:
+    """µs per sum(range(1000)): the figure every benchmark page of this project quotes."""
+    return min(timeit.repeat("sum(range(1000))", number=2000, repeat=20)) / 2000 * 1e6
+
+
+class ServerClock:
+    """ASGI wrapper: the time from a request entering the app to its last body byte sent."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.last_ns = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        start = time.perf_counter_ns()
+
+        async def timed_send(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                self.last_ns = time.perf_counter_ns() - start
+
+        await self.app(scope, receive, timed_send)
+
+
+def review_work(service: LessonService) -> dict[str, str]:
+    """What the review pages show: disputes, verified lessons with proposals, a second version
+    of one lesson, and recalls; returns the addresses and ids the pages are opened with."""
+    me = local_actor(session="bench-review")
+    lessons = service.memory_list(me, ListParams(scope=SCOPE, limit=100)).lessons
+    for lesson in lessons[:30]:
+        service.memory_dispute(me, DisputeParams(scope=SCOPE, key=lesson.key, reason="bench"))
+    for lesson in lessons[30:50]:
+        service.memory_verify(me, VerifyParams(scope=SCOPE, key=lesson.key))
+        value = lesson.value + " (revised)"
+        service.memory_write(me, WriteParams(scope=SCOPE, key=lesson.key, value=value))
+    target = lessons[60]
+    service.memory_write(
+        me, WriteParams(scope=SCOPE, key=target.key, value=target.value + "\n\nSecond version.")
+    )
+    recall_id = ""
+    for n in range(200):
+        task = f"bench task {n} {target.value.split()[0]}"
+        recall_id = service.memory_recall(me, RecallParams(project="p0", task=task)).recall_id
+    return {"key": target.key, "recall_id": recall_id, "word": target.value.split()[0]}
+
+
+def pages(work: dict[str, str]) -> dict[str, str]:
+    key = work["key"]
+    return {
+        "overview": "/overview",
+        "lessons (scope)": f"/lessons?scope={SCOPE}",
+        "lessons (prefix, seen)": "/lessons?scope=project::&sort=seen",
+        "lessons (prefix, trust)": "/lessons?scope=project::&trust=disputed",
+        "lessons (search)": f"/lessons?scope=project::&q={work['word']}",
+        "lesson": f"/lesson?scope={SCOPE}&key={key}",
+        "review": "/review",
+        "recall": f"/recall?id={work['recall_id']}",
+        "audit": "/audit",
+        "audit (verify chains)": "/audit?verify=1",
+        "admin": "/admin",
+        "REST memory_list": f"/api/v1/memory_list?scope={SCOPE}",
+    }
+
+
+def measure(service: LessonService, ops: int, warmup: int) -> list[Stats]:
+    settings = dataclasses.replace(
+        load_settings(), maintenance_hours=None, rate_limit=None, dashboard_origin=ORIGIN
+    )
+    service.rate_limit = None  # a thousand page views a minute are the benchmark's, not abuse
+    token = service.token_create(
+        local_actor(), TokenCreateParams.model_validate({"name": "bench", "permission": "admin"})
+    ).token
+    app = ServerClock(build_app(service, settings))
+    targets = pages(review_work(service))
+    samples: dict[str, list[int]] = {name: [] for name in targets}
+    with TestClient(app, base_url=ORIGIN) as client:
+        form = client.get("/signin").text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert csrf, "no sign-in form"
+        signed = client.post("/signin", data={"token": token, "csrf_token": csrf.group(1)})
+        assert signed.status_code == 200, signed.text
+        bearer = {"Authorization": f"Bearer {token}"}
+        names = list(targets)
+        for i in range(warmup + ops):
+            k = i % len(names)
+            for name in names[k:] + names[:k]:
+                headers = bearer if name.startswith("REST") else {}
+                answer = client.get(targets[name], headers=headers, follow_redirects=False)
+                if answer.status_code != 200:
+                    raise RuntimeError(f"{name}: {answer.status_code} {answer.text[:300]}")
+                if i >= warmup:
+                    samples[name].append(app.last_ns)
+    return [Stats("dashboard", "server", name, 0, s) for name, s in samples.items()]
+
+
+def postgres_copy(sqlite_db: Path, admin: str) -> tuple[str, str]:
+    """A throwaway database on ``admin``'s server, set up by ``db init`` and filled by
+    ``lorestore migrate`` from the SQLite corpus; returns its name and the app role's URL."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from lorestore.storage.postgres.setup import init_database
+
+    name = f"lorestore_bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    params = conninfo_to_dict(admin) | {"dbname": name}
+    report = init_database(make_conninfo(**params))
+    host = params.get("host", "127.0.0.1")
+    port = params.get("port", "5432")
+    target = f"postgresql://{params.get('user', 'postgres')}@{host}:{port}/{name}"
+    exe = str(Path(sys.executable).parent / "lorestore")
+    copied = subprocess.run(
+        [exe, "migrate", "--from", f"sqlite:///{sqlite_db}", "--to", target],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if copied.returncode != 0:
+        raise RuntimeError(f"lorestore migrate failed: {copied.stderr[-2000:]}")
+    return name, report.app_url
+
+
+def drop(admin: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=100_000)
+    p.add_argument("--ops", type=int, default=200, help="timed views of each page (200)")
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--postgres", help="a superuser URL: measure PostgreSQL instead of SQLite")
+    args = p.parse_args()
+    with progress() as prog:
+        src, load = cached_db(Workload(args.size, 1, 0), prog)
+    with tempfile.TemporaryDirectory(prefix="lorestore-dash-") as tmp:
+        db = copy_db(src, Path(tmp))
+        dropped = None
+        if args.postgres:
+            from lorestore.storage.postgres import PostgresStore
+
+            dropped, app_url = postgres_copy(db, args.postgres)
+            service = LessonService(PostgresStore(app_url, max_size=4))
+            backend = "postgresql"
+        else:
+            from lorestore.storage.sqlite import SQLiteStore
+
+            service = LessonService(SQLiteStore(db))
+            backend = "sqlite"
+        before = calibration()
+        stats = measure(service, args.ops, args.warmup)
+        after = calibration()
+        service.store.close()
+        if dropped is not None:
+            drop(args.postgres, dropped)
+    report = {
+        "backend": backend,
+        "lessons": args.size,
+        "views_per_page": args.ops,
+        "calibration_us": [round(before, 2), round(after, 2)],
+        "pages": {s.op: {"p50_ms": round(s.p50, 2), "p95_ms": round(s.p95, 2)} for s in stats},
+    }
+    print(json.dumps(report, indent=2))
+    stderr.print(f"corpus load: {load}")
+
+
+if __name__ == "__main__":
+    main()
