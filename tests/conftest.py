@@ -49,6 +49,8 @@ def offline() -> Iterator[None]:
     model of the semantic extra included, may download at run time."""
     with network_blocked():
         yield
+
+
 # Debian's chromium (`make test` installs it): the browser the dashboard's tests drive through
 # Playwright's executable_path, never a browser build Playwright would download.
 CHROMIUM = Path("/usr/bin/chromium")

@@ -310,6 +310,10 @@ def _server_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "rate_limit": _whole(env, "LORESTORE_RATE_LIMIT", 600, 1, 1_000_000),
         "recall_retention_days": _whole(env, "LORESTORE_RECALL_RETENTION_DAYS", 30, 0, 3650),
         "webhooks": _webhook_settings(env),
+        "dashboard_origin": _origin(env, "LORESTORE_DASHBOARD_ORIGIN"),
+        "dashboard_session_hours": _whole(
+            env, "LORESTORE_DASHBOARD_SESSION_HOURS", 8, 1, 24 * 30, off=False
+        ),
     }
 
 
@@ -338,11 +342,6 @@ def _webhook_ttls(raw: str) -> tuple[tuple[str, int], ...]:
             raise _config_error("LORESTORE_WEBHOOK_TTL_DAYS", raw, expected)
         days[event] = int(number)
     return tuple(days.items())
-        "dashboard_origin": _origin(env, "LORESTORE_DASHBOARD_ORIGIN"),
-        "dashboard_session_hours": _whole(
-            env, "LORESTORE_DASHBOARD_SESSION_HOURS", 8, 1, 24 * 30, off=False
-        ),
-    }
 
 
 def _origin(env: Mapping[str, str], name: str) -> str | None:

@@ -27,9 +27,9 @@ from lorestore.models import (
     RecallContext,
     RecallParams,
     RecallResult,
-    SearchParams,
     RecallsParams,
     RecallsResult,
+    SearchParams,
 )
 from lorestore.service.base import bounded
 from lorestore.service.projects import ProjectOperations

@@ -89,8 +89,13 @@ class LoreKitOperations:
         entries: list[dict[str, Any]] = []
         cursor = query.cursor
         for _ in range(MAX_PAGES):
-            params = ListParams(
-                scope=query.scope, tags=tags, limit=query.limit - len(entries), cursor=cursor
+            params = ListParams.model_validate(
+                {
+                    "scope": query.scope,
+                    "tags": tags,
+                    "limit": query.limit - len(entries),
+                    "cursor": cursor,
+                }
             )
             page = self.service.memory_list(actor, params)
             entries += [e for e in map(entry, page.lessons) if _keep(query, e)]
@@ -114,7 +119,9 @@ class LoreKitOperations:
             )
         # LoreKit's hooks join words with " OR " (websearch syntax); lorestore's search
         # already matches any word and ranks by BM25, and drops "or" as a stop word.
-        params = SearchParams(query=body.q, scopes=body.scopes, tags=body.tags, limit=body.limit)
+        params = SearchParams.model_validate(
+            {"query": body.q, "scopes": body.scopes, "tags": body.tags, "limit": body.limit}
+        )
         hits = self.service.memory_search(actor, params).hits
         return [{**entry(h.lesson), "rank": h.score} for h in hits]
 

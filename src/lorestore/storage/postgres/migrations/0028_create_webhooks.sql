@@ -1,4 +1,4 @@
--- 0029_create_webhooks.sql
+-- 0028_create_webhooks.sql
 --
 -- Why: review comments on GitHub pull requests are captured as candidate lessons through
 --   `POST /webhooks/github` (docs/webhook.md). Each delivery is signed by GitHub with a secret
