@@ -131,13 +131,15 @@ def sqlite_store(home: Path) -> Iterator[SQLiteStore]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, home: Path) -> Iterator[Store]:
-    """The contract fixture: every test using it runs on both backends."""
+    """The contract fixture: every test using it runs on both backends; hybrid retrieval on,
+    unless the test is marked ``lexical`` (it checks what the full-text index alone finds)."""
+    semantic = request.node.get_closest_marker("lexical") is None
     if request.param == "sqlite":
-        s: Store = SQLiteStore(home / "lorestore.db")
+        s: Store = SQLiteStore(home / "lorestore.db", semantic=semantic)
     else:
         template: Template = request.getfixturevalue("pg_template")
         name = request.getfixturevalue("pg_database")
-        s = PostgresStore(template.app_url(name), max_size=4)
+        s = PostgresStore(template.app_url(name), max_size=4, semantic=semantic)
     yield s
     s.close()
 

@@ -1,6 +1,7 @@
 """An outside author's comment (author association other than owner, member or collaborator) is
 captured as a candidate, sits in the review queue, and reaches no task through recall or search
-until a person verifies it; a member's comment in the same calls is the control. Through the
+until a person verifies it (a person's search shows it, labelled with the hold); a member's
+comment in the same calls is the control. Through the
 real REST handlers on both backends."""
 
 from __future__ import annotations
@@ -30,11 +31,18 @@ def _held(recall: dict[str, Any]) -> dict[str, list[str]]:
     return {h["key"]: h["reasons"] for h in recall["held"]}
 
 
+SEARCH = {"query": "frozen clock fixture", "scopes": ["repo::acme/app"]}
+
+
 def _searched(hook: Hook) -> set[str]:
-    hits = hook.api.ok(
-        "memory_search", {"query": "frozen clock fixture", "scopes": ["repo::acme/app"]}
-    )
-    return {h["lesson"]["key"] for h in hits["hits"]}
+    """What an agent's search (a write token) is served: recall's rules apply to it."""
+    agent = hook.api.mint(name="agent", permission="write")
+    return {h["lesson"]["key"] for h in hook.api.ok("memory_search", SEARCH, token=agent)["hits"]}
+
+
+def _labelled(hook: Hook) -> dict[str, list[str]]:
+    """A person's search (the admin token) shows every hit, each with what would hold it."""
+    return {h["lesson"]["key"]: h["held"] for h in hook.api.ok("memory_search", SEARCH)["hits"]}
 
 
 @pytest.mark.parametrize("association", ["CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "NONE"])
@@ -58,12 +66,14 @@ def test_an_outside_author_is_held_until_a_person_verifies(hook: Hook, associati
     assert "outside_author" in _held(recall)[out_key]
     assert out_key not in recall["text"] and OUTSIDE not in recall["text"]
     assert _searched(hook) == {in_key}
+    assert _labelled(hook) == {in_key: [], out_key: ["outside_author"]}
 
     hook.api.ok("memory_verify", {"scope": "repo::acme/app", "key": out_key, "note": "checked"})
     recall = _recall(hook)
     assert {in_key, out_key} <= _offered(recall)
     assert out_key not in _held(recall)
     assert _searched(hook) == {in_key, out_key}
+    assert _labelled(hook) == {in_key: [], out_key: []}
     assert hook.api.ok("memory_review_queue", {})["items"] == []
 
 

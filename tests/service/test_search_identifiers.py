@@ -53,6 +53,7 @@ def test_a_task_finds_the_lesson_that_spells_it_another_way(
     assert recalled(written, task)[0] == key
 
 
+@pytest.mark.lexical  # the semantic pass is for exactly this (test_semantic_recall.py)
 def test_a_task_sharing_no_word_finds_nothing(written: LessonService) -> None:
     assert searched(written, "mysql replica lag") == []
     assert recalled(written, "mysql replica lag") == []

@@ -348,6 +348,7 @@ def test_tombstoned_value_is_refused_in_any_form_and_narrower_scope(
     assert write(service, "Disable the flaky test", scope="repo::acme/other").result == "created"
 
 
+@pytest.mark.lexical  # what the full-text index splits and folds
 @pytest.mark.parametrize(
     ("query", "found"),
     [

@@ -9,12 +9,16 @@ from typing import Any
 
 import psycopg
 import pytest
+from cryptography.fernet import Fernet
 from psycopg import sql
+from tests import github
 from tests.conftest import set_cap
 from tests.pg import TENANT_TABLES, Pool, Template
 from tests.portable import header, import_lines, line
 
 from lorestore.auth.actor import local_actor
+from lorestore.config import WebhookSettings
+from lorestore.ingest.models import WebhookTargetParams
 from lorestore.models import (
     OrgBindParams,
     OrgCreateParams,
@@ -26,6 +30,7 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.service import LessonService
+from lorestore.service.capture import Delivery
 from lorestore.storage.postgres import PostgresStore
 
 ALICE = local_actor(principal="user:alice", session="pool-1")
@@ -63,6 +68,17 @@ def _fill(service: LessonService, store: PostgresStore) -> None:
     kept = import_lines(service, [header(), line(other)], actor=ALICE)
     assert kept.invalid == 0, kept.problems
     set_cap(store, "user:alice", 50)
+    # A webhook (webhooks) and a delivery it captured (webhook_deliveries, webhook_counts).
+    target = WebhookTargetParams.model_validate({"target": "alice/app"})
+    secret = service.webhook_add(ALICE, target).secret
+    comment = github.review_comment(
+        1, "Freeze time with the frozen clock fixture.", repo="alice/app"
+    )
+    body = github.body_of(github.review_comment_event(comment, repo="alice/app"))
+    status, _ = service.github_delivery(
+        Delivery("pull_request_review_comment", "d-1", github.signature(secret, body), body)
+    )
+    assert status == 200
 
 
 @pytest.mark.parametrize("turn", ["fill", "inherit"])
@@ -71,7 +87,8 @@ def test_the_next_test_gets_the_database_empty(
 ) -> None:
     assert set(pg_pool.emptied) == FILLED  # a new table must be filled here too
     store = PostgresStore(pg_template.app_url(pg_database), max_size=2)
-    service = LessonService(store, rate_limit=100)
+    webhooks = WebhookSettings(key=Fernet.generate_key().decode())
+    service = LessonService(store, rate_limit=100, webhooks=webhooks)
     try:
         if turn == "fill":
             _fill(service, store)

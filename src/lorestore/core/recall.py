@@ -108,6 +108,7 @@ def head_of(lesson: Lesson) -> LessonHead:
         depends_on=tuple(lesson.depends_on),
         valid_from=lesson.valid_from,
         valid_to=lesson.valid_to,
+        association=lesson.source.author_association,
     )
 
 
