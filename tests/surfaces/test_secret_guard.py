@@ -55,6 +55,14 @@ def test_the_cli_refuses_a_secret_and_stores_nothing(cli: Cli, backend: str, pat
     assert cli.ok("write", S, "release", CONTROL)["result"] == "created"
 
 
+def test_a_loopback_database_url_is_a_local_default_not_a_secret(cli: Cli, backend: str) -> None:
+    local = "integration tests need postgresql://app:app@localhost:5433/app_test up"
+    assert cli.ok("write", S, "local-db", local)["lesson"]["value"] == local
+    remote = local.replace("localhost", "db.staging.internal")
+    refused = cli("write", S, "staging-db", remote, "--json").error()
+    assert refused["details"] == {"secret": "password_in_url"}
+
+
 def test_rest_refuses_a_secret_with_400(api: Api) -> None:
     write = {"scope": S, "key": "release", "value": SECRETS["github_token"]}
     error = error_of(api.post("memory_write", write), 400)
