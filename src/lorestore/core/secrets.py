@@ -22,8 +22,13 @@ SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
     "stripe_key": re.compile(r"\b[sr]k_live_[0-9A-Za-z]{20,}"),
     "google_api_key": re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
     "jwt": re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
-    # scheme://user:password@host: a credential written into a connection string or URL.
-    "password_in_url": re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@[^\s/]"),
+    # scheme://user:password@host: a credential written into a connection string or URL. A
+    # loopback host's (postgresql://app:app@localhost:5433/app_test) is a development default
+    # that lessons about a local setup legitimately name, so it passes.
+    "password_in_url": re.compile(
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
+        r"(?!(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])(?:[:/\s]|$))[^\s/]"
+    ),
     # api_key = "…", SECRET: …, password=…: a long value assigned to a secret-sounding name.
     "assigned_secret": re.compile(
         r"(?i)\b(?:api[_-]?key|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|password"

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import first_invisible, is_blank
+from lorestore.core.secrets import find_secret
 
 MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 64 * 1024
@@ -91,7 +92,8 @@ def validate_address(scope: str, key: str) -> None:
 
 
 def validate_value(value: str) -> str:
-    """A value is 1 B - 64 KiB of UTF-8, counted in bytes; it is stored exactly as given."""
+    """A value is 1 B - 64 KiB of UTF-8, counted in bytes, holding no secret (``core.secrets``);
+    it is stored exactly as given."""
     if not isinstance(value, str) or is_blank(value):
         raise LorestoreError(
             "invalid_value",
@@ -111,6 +113,18 @@ def validate_value(value: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise LorestoreError("invalid_value", "value is not valid UTF-8 (lone surrogate)") from exc
+    # Every write path validates here (write, import, a captured review comment), so no path
+    # stores a credential; the refusal names the pattern, never what it matched.
+    pattern = find_secret(value)
+    if pattern is not None:
+        raise LorestoreError(
+            "invalid_value",
+            f"the value holds what looks like a secret ({pattern}); lorestore never stores "
+            "credentials",
+            hint="take the secret out: say where it lives (an environment variable, a vault "
+            "path), not what it is",
+            details={"secret": pattern},
+        )
     return value
 
 

@@ -1,9 +1,9 @@
 """The short guide an agent host loads about lorestore: when to recall, when a lesson is worth
 writing, how to choose scope and key, and what never to write. One text, in three wrappers:
 a Claude Code / Cursor skill (SKILL.md), a Cursor rule (.mdc) and a block of Codex's
-AGENTS.md. The guards (secrets, personal data, limits, tombstones) are enforced by the store;
-this only says how to work with them. The Claude Code plugin in ``plugin/`` carries the same
-SKILL.md (a test keeps them equal)."""
+AGENTS.md. The guards (secrets, limits, tombstones) are enforced by the store; personal data has
+no mechanism, so the guide only asks for it. The Claude Code plugin in ``plugin/`` carries the
+same SKILL.md (a test keeps them equal)."""
 
 from __future__ import annotations
 
