@@ -284,3 +284,15 @@ def test_lorekit_migrate_moves_a_local_tree_through_the_mount(kit: Kit, tmp_path
     again = kit.lk("migrate", "--from", str(tree), "--to", "remote", "--yes")
     assert again.returncode == 0 and "2 unchanged" in again.stdout, again.stdout
     assert kit.read("two")["version"] == 1  # the same value again: no new version
+
+
+def test_list_all_pages_through_every_lesson_of_a_scope(kit: Kit) -> None:
+    """``lorekit list --all`` walks ``/memories/scopes`` and pages of 100 by cursor."""
+    for i in range(130):
+        kit.cli.ok("write", "global", f"note-{i:03d}", f"Global note number {i}")
+    done = kit.lk("list", "--all", "--json")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert all(f"note-{i:03d}" in text for i in range(130)), text[-2000:]
+    plain = kit.lk("list", "--json")  # the control: without --all, LoreKit's page of 50
+    assert sum(f'"note-{i:03d}"' in plain.stdout for i in range(130)) == 50
