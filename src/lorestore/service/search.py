@@ -40,6 +40,50 @@ Rungs = dict[tuple[str, str], tuple[int, ScopePolicy]]
 
 class SearchOperations(RecallOperations):
     def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
+        named = self._search_scopes(actor, p)
+        tags = validate_tags(p.tags)
+        limit = bounded("limit", p.limit, 1, 100)
+        terms = query_terms(p.query)
+        judged = not actor.can("review")  # an agent's search: recall's rules apply
+        fetch = min(MAX_FETCH, limit * 4) if judged and not p.include_held else limit
+        now = self._now()
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            has_context = bool(p.repo or p.branch or p.project)
+            projects, rungs = self._ladder(tx, actor, p) if has_context else ([], [])
+            on_ladder = self._rungs_of(tx, actor, rungs)
+            addresses = list(on_ladder)
+            if named:  # a named scope the actor may not read is refused, as ever
+                bindings = tx.bindings_for(actor.principal)
+                addresses = [
+                    (self._owner_for(tx, actor, s, write=False, bindings=bindings), s)
+                    for s in named
+                ]
+            hits = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
+            reasons = self._judge(tx, actor, hits, addresses, on_ladder, p, now)
+        served = [
+            SearchHitOut(
+                lesson=hit.lesson,
+                score=hit.score,
+                snippet=hit.snippet,
+                label=trust_label(hit.lesson.trust),
+                held=reasons[hit.lesson.id],
+            )
+            for hit in hits
+            if not (judged and reasons[hit.lesson.id] and not p.include_held)
+        ]
+        fenced = [head_of(h.lesson) for h in served[:limit] if not h.held]
+        return SearchResult(
+            hits=served[:limit],
+            scopes=named or rungs,
+            projects=projects,
+            withheld=len(hits) - len(served),
+            text=render_fence(_search_id(p.query, fenced), fenced, kind="search"),
+        )
+
+    def _search_scopes(self, actor: Actor, p: SearchParams) -> list[str]:
+        """The scopes named (normalised, each once), after the checks that need no store: a
+        search names scopes or a context, a context forms a ladder, and the actor may read
+        what it named."""
         has_context = bool(p.repo or p.branch or p.project)
         if not p.scopes and not has_context:
             raise LorestoreError(
@@ -56,51 +100,7 @@ class SearchOperations(RecallOperations):
             self._authorise(actor, "read", *named)
         else:
             self._require(actor, "read")
-        tags = validate_tags(p.tags)
-        limit = bounded("limit", p.limit, 1, 100)
-        terms = query_terms(p.query)
-        judged = not actor.can("review")  # an agent's search: recall's rules apply
-        fetch = min(MAX_FETCH, limit * 4) if judged and not p.include_held else limit
-        now = self._now()
-        with self.store.transaction(write=False, actor=actor.principal) as tx:
-            projects, rungs = self._ladder(tx, actor, p) if has_context else ([], [])
-            scopes = named or rungs
-            if named:  # a named scope the actor may not read is refused, as ever
-                bindings = tx.bindings_for(actor.principal)
-                addresses = [
-                    (self._owner_for(tx, actor, s, write=False, bindings=bindings), s)
-                    for s in named
-                ]
-            on_ladder = self._rungs_of(tx, actor, rungs)
-            if not named:
-                addresses = list(on_ladder)
-            hits = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
-            reasons = self._judge(tx, actor, hits, addresses, on_ladder, p, now)
-        served: list[SearchHitOut] = []
-        withheld = 0
-        for hit in hits:
-            held = reasons[hit.lesson.id]
-            if judged and held and not p.include_held:
-                withheld += 1
-                continue
-            if len(served) < limit:
-                served.append(
-                    SearchHitOut(
-                        lesson=hit.lesson,
-                        score=hit.score,
-                        snippet=hit.snippet,
-                        label=trust_label(hit.lesson.trust),
-                        held=held,
-                    )
-                )
-        fenced = [head_of(h.lesson) for h in served if not h.held]
-        return SearchResult(
-            hits=served,
-            scopes=scopes,
-            projects=projects,
-            withheld=withheld,
-            text=render_fence(_search_id(p.query, fenced), fenced, kind="search"),
-        )
+        return named
 
     def _judge(
         self,
