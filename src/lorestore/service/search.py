@@ -23,6 +23,7 @@ from lorestore.core.recall import (
     ScopePolicy,
     eligibility,
     head_of,
+    match_score,
     precedence,
     render_fence,
 )
@@ -58,8 +59,9 @@ class SearchOperations(RecallOperations):
                     (self._owner_for(tx, actor, s, write=False, bindings=bindings), s)
                     for s in named
                 ]
-            hits = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
-            reasons = self._judge(tx, actor, hits, addresses, on_ladder, p, now)
+            found = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
+            reasons, candidates = self._judge(tx, actor, found, addresses, on_ladder, p, now)
+        hits = _ranked(found, candidates)
         served = [
             SearchHitOut(
                 lesson=hit.lesson,
@@ -111,13 +113,14 @@ class SearchOperations(RecallOperations):
         on_ladder: Rungs,
         p: SearchParams,
         now: str,
-    ) -> dict[str, list[str]]:
-        """By lesson id, the reasons recall would hold each hit: decided together for the
-        hits on the context's ladder (with the narrower lessons of the same key, which shadow
-        them), and for each other scope searched on its own."""
+    ) -> tuple[dict[str, list[str]], dict[str, Candidate]]:
+        """By lesson id, the reasons recall would hold each hit, and each hit as recall's
+        candidate: decided together for the hits on the context's ladder (with the narrower
+        lessons of the same key, which shadow them), and for each other scope on its own."""
         off_ladder = [a for a in addresses if a not in on_ladder]
         policies = {**self._rungs_of(tx, actor, [s for _, s in off_ladder]), **on_ladder}
         groups: dict[tuple[str, str] | None, list[Candidate]] = {}
+        as_found: dict[str, Candidate] = {}
         for hit in hits:
             address = (hit.lesson.owner.key, hit.lesson.scope)
             rung, policy = policies.get(address, (0, ScopePolicy()))
@@ -125,6 +128,7 @@ class SearchOperations(RecallOperations):
             candidate = Candidate(
                 head_of(hit.lesson), value_digest(hit.lesson.value), rung, hit.score, policy
             )
+            as_found[hit.lesson.id] = candidate
             groups.setdefault(where, []).append(
                 candidate if where is None else candidate._replace(rung=0)
             )
@@ -136,7 +140,7 @@ class SearchOperations(RecallOperations):
             reasons = eligibility(precedence(members), now=now, revision=p.revision, blobs=blobs)
             for c in members:
                 decided.setdefault(c.lesson.id, reasons[id(c)])
-        return decided
+        return decided, as_found
 
     @staticmethod
     def _shadowing(tx: Transaction, found: list[Candidate], on_ladder: Rungs) -> list[Candidate]:
@@ -157,6 +161,16 @@ class SearchOperations(RecallOperations):
                 digest = value_digest(lesson.value)
                 extra.append(Candidate(head_of(lesson), digest, rung, 0.0, policy))
         return extra
+
+
+def _ranked(hits: Sequence[SearchHit], candidates: dict[str, Candidate]) -> list[SearchHit]:
+    """The hits in recall's order of relevance (``match_score``: the index's score relative
+    to the best, with scope specificity and trust as a bounded boost); ties in the index's
+    order."""
+    best = max((c.relevance for c in candidates.values()), default=0.0)
+    if best <= 0:
+        return list(hits)
+    return sorted(hits, key=lambda h: -match_score(candidates[h.lesson.id], best))
 
 
 def _search_id(query: str, fenced: Sequence[object]) -> str:
