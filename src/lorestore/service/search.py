@@ -20,6 +20,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
 from lorestore.core.recall import (
     Candidate,
+    LessonHead,
     ScopePolicy,
     eligibility,
     head_of,
@@ -173,7 +174,8 @@ def _ranked(hits: Sequence[SearchHit], candidates: dict[str, Candidate]) -> list
     return sorted(hits, key=lambda h: -match_score(candidates[h.lesson.id], best))
 
 
-def _search_id(query: str, fenced: Sequence[object]) -> str:
-    """The fence's id: the same search over the same lessons writes the same block."""
-    text = query + "\n" + "\n".join(getattr(h, "id", "") for h in fenced)
+def _search_id(query: str, fenced: Sequence[LessonHead]) -> str:
+    """The fence's id: the same search over the same lessons (by address and version, which
+    survive a copy to another store) writes the same block."""
+    text = "\n".join([query, *(f"{h.scope}\n{h.key}\n{h.version}" for h in fenced)])
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
