@@ -214,7 +214,10 @@ CATALOG: tuple[Operation, ...] = (
     ),
     Operation(
         "memory_search",
-        "Full-text search (BM25) over the given scopes.",
+        "Full-text search (BM25) over the given scopes, or the ladder of a context (repo, "
+        "branch, project; the CLI and stdio server read them from git). An agent's search "
+        "withholds what recall would hold (disputed, shadowed, revision-held) unless "
+        "include_held; a person's shows everything, labelled.",
         SearchParams,
         SearchResult,
         cli_args=("query",),

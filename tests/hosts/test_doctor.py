@@ -28,6 +28,23 @@ def test_nothing_installed_is_not_a_failure(place: Place) -> None:
     assert checks["scopes"]["detail"] == "branch::acme/widget::main -> repo::acme/widget -> global"
 
 
+def test_the_scopes_include_the_projects_declared_for_the_repository(place: Place) -> None:
+    assert place.run("project", "add", "web", "acme/site")[0] == 0  # not this repository
+    code, report = doctor(place)
+    assert code == 0
+    assert by_name(report)["scopes"]["detail"] == (
+        "branch::acme/widget::main -> repo::acme/widget -> global"
+    )
+    assert place.run("project", "add", "widgets", "acme/widget")[0] == 0
+    assert place.run("project", "add", "billing", "acme/widget")[0] == 0
+    code, report = doctor(place)
+    assert code == 0
+    assert by_name(report)["scopes"]["detail"] == (
+        "branch::acme/widget::main -> repo::acme/widget -> project::billing -> "
+        "project::widgets -> global"
+    )
+
+
 def test_an_install_is_checked_present_and_current(place: Place) -> None:
     assert place.run("install", "--host", "claude-code")[0] == 0
     assert place.run("install", "--host", "codex", "--user", "--no-hooks")[0] == 0

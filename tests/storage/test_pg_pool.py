@@ -24,6 +24,7 @@ from lorestore.models import (
     OrgCreateParams,
     OrgInviteParams,
     PolicyParams,
+    ProjectAddParams,
     RecallParams,
     RejectParams,
     TokenCreateParams,
@@ -61,6 +62,7 @@ def _fill(service: LessonService, store: PostgresStore) -> None:
     service.memory_write(ALICE, WriteParams(scope="global", key="flaky", value="It is flaky"))
     service.memory_reject(ALICE, RejectParams(scope="global", key="flaky", reason="wrong"))
     service.memory_policy(ALICE, PolicyParams(scope="repo::alice/app", require_review=False))
+    service.project_add(ALICE, ProjectAddParams(name="apps", repos=["alice/app"]))
     service.memory_recall(ALICE, RecallParams(repo="alice/app", task="migrations"))
     token = service.token_create(ALICE, TokenCreateParams(name="ci"))
     service.authenticate(token.token)  # counts a request against the token's rate limit

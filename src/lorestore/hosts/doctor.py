@@ -182,8 +182,35 @@ def scope_check(cwd: str) -> Check:
             "global only: not in a git checkout with an origin remote (repository lessons "
             "are not recalled here)",
         )
-    rungs = ladder(repo=context.repo, branch=context.branch)
+    projects = _declared_projects(context.repo)
+    rungs = ladder(repo=context.repo, branch=context.branch, projects=projects)
     return Check("scopes", True, " -> ".join(r.text for r in rungs))
+
+
+def _declared_projects(repo: str) -> list[str]:
+    """The projects declared to hold ``repo`` (`lorestore project add`), by name, from the
+    store or server this process would use; none when there is no store yet or it cannot be
+    read (the store check says why)."""
+    from lorestore.auth.actor import local_actor
+    from lorestore.cli.backend import open_backend
+    from lorestore.config import load_settings
+    from lorestore.models import NoParams, ProjectListResult
+    from lorestore.operations import BY_NAME
+
+    try:
+        settings = load_settings(use_login=False)
+        local_file = not settings.remote and not settings.database_url.startswith("postgres")
+        if local_file and not settings.sqlite_path.exists():
+            return []  # doctor creates no store
+        backend = open_backend(settings, local_actor(principal=settings.principal))
+        try:
+            listed = backend.invoke(BY_NAME["project_list"], NoParams())
+        finally:
+            backend.close()
+    except LorestoreError:
+        return []
+    assert isinstance(listed, ProjectListResult)
+    return sorted({p.name for p in listed.projects if repo in p.repos})
 
 
 def round_trip() -> Check:

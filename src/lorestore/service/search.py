@@ -20,9 +20,11 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digest
 from lorestore.core.recall import (
     Candidate,
+    LessonHead,
     ScopePolicy,
     eligibility,
     head_of,
+    match_score,
     precedence,
     render_fence,
 )
@@ -41,6 +43,52 @@ Rungs = dict[tuple[str, str], tuple[int, ScopePolicy]]
 
 class SearchOperations(RecallOperations):
     def memory_search(self, actor: Actor, p: SearchParams) -> SearchResult:
+        named = self._search_scopes(actor, p)
+        tags = validate_tags(p.tags)
+        limit = bounded("limit", p.limit, 1, 100)
+        terms = query_terms(p.query)
+        judged = not actor.can("review")  # an agent's search: recall's rules apply
+        fetch = min(MAX_FETCH, limit * 4) if judged and not p.include_held else limit
+        now = self._now()
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            has_context = bool(p.repo or p.branch or p.project)
+            projects, rungs = self._ladder(tx, actor, p) if has_context else ([], [])
+            on_ladder = self._rungs_of(tx, actor, rungs)
+            addresses = list(on_ladder)
+            if named:  # a named scope the actor may not read is refused, as ever
+                bindings = tx.bindings_for(actor.principal)
+                addresses = [
+                    (self._owner_for(tx, actor, s, write=False, bindings=bindings), s)
+                    for s in named
+                ]
+            found = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
+            found = hybrid_hits(tx, addresses, p.query, found, tags=tags, now=now, limit=fetch)
+            reasons, candidates = self._judge(tx, actor, found, addresses, on_ladder, p, now)
+        hits = _ranked(found, candidates)
+        served = [
+            SearchHitOut(
+                lesson=hit.lesson,
+                score=hit.score,
+                snippet=hit.snippet,
+                label=trust_label(hit.lesson.trust),
+                held=reasons[hit.lesson.id],
+            )
+            for hit in hits
+            if not (judged and reasons[hit.lesson.id] and not p.include_held)
+        ]
+        fenced = [head_of(h.lesson) for h in served[:limit] if not h.held]
+        return SearchResult(
+            hits=served[:limit],
+            scopes=named or rungs,
+            projects=projects,
+            withheld=len(hits) - len(served),
+            text=render_fence(_search_id(p.query, fenced), fenced, kind="search"),
+        )
+
+    def _search_scopes(self, actor: Actor, p: SearchParams) -> list[str]:
+        """The scopes named (normalised, each once), after the checks that need no store: a
+        search names scopes or a context, a context forms a ladder, and the actor may read
+        what it named."""
         has_context = bool(p.repo or p.branch or p.project)
         if not p.scopes and not has_context:
             raise LorestoreError(
@@ -57,52 +105,7 @@ class SearchOperations(RecallOperations):
             self._authorise(actor, "read", *named)
         else:
             self._require(actor, "read")
-        tags = validate_tags(p.tags)
-        limit = bounded("limit", p.limit, 1, 100)
-        terms = query_terms(p.query)
-        judged = not actor.can("review")  # an agent's search: recall's rules apply
-        fetch = min(MAX_FETCH, limit * 4) if judged and not p.include_held else limit
-        now = self._now()
-        with self.store.transaction(write=False, actor=actor.principal) as tx:
-            projects, rungs = self._ladder(tx, actor, p) if has_context else ([], [])
-            scopes = named or rungs
-            if named:  # a named scope the actor may not read is refused, as ever
-                bindings = tx.bindings_for(actor.principal)
-                addresses = [
-                    (self._owner_for(tx, actor, s, write=False, bindings=bindings), s)
-                    for s in named
-                ]
-            on_ladder = self._rungs_of(tx, actor, rungs)
-            if not named:
-                addresses = list(on_ladder)
-            hits = tx.search(addresses, terms, tags=tags, now=now, limit=fetch)
-            hits = hybrid_hits(tx, addresses, p.query, hits, tags=tags, now=now, limit=fetch)
-            reasons = self._judge(tx, actor, hits, addresses, on_ladder, p, now)
-        served: list[SearchHitOut] = []
-        withheld = 0
-        for hit in hits:
-            held = reasons[hit.lesson.id]
-            if judged and held and not p.include_held:
-                withheld += 1
-                continue
-            if len(served) < limit:
-                served.append(
-                    SearchHitOut(
-                        lesson=hit.lesson,
-                        score=hit.score,
-                        snippet=hit.snippet,
-                        label=trust_label(hit.lesson.trust),
-                        held=held,
-                    )
-                )
-        fenced = [head_of(h.lesson) for h in served if not h.held]
-        return SearchResult(
-            hits=served,
-            scopes=scopes,
-            projects=projects,
-            withheld=withheld,
-            text=render_fence(_search_id(p.query, fenced), fenced, kind="search"),
-        )
+        return named
 
     def _judge(
         self,
@@ -113,13 +116,14 @@ class SearchOperations(RecallOperations):
         on_ladder: Rungs,
         p: SearchParams,
         now: str,
-    ) -> dict[str, list[str]]:
-        """By lesson id, the reasons recall would hold each hit: decided together for the
-        hits on the context's ladder (with the narrower lessons of the same key, which shadow
-        them), and for each other scope searched on its own."""
+    ) -> tuple[dict[str, list[str]], dict[str, Candidate]]:
+        """By lesson id, the reasons recall would hold each hit, and each hit as recall's
+        candidate: decided together for the hits on the context's ladder (with the narrower
+        lessons of the same key, which shadow them), and for each other scope on its own."""
         off_ladder = [a for a in addresses if a not in on_ladder]
         policies = {**self._rungs_of(tx, actor, [s for _, s in off_ladder]), **on_ladder}
         groups: dict[tuple[str, str] | None, list[Candidate]] = {}
+        as_found: dict[str, Candidate] = {}
         for hit in hits:
             address = (hit.lesson.owner.key, hit.lesson.scope)
             rung, policy = policies.get(address, (0, ScopePolicy()))
@@ -127,6 +131,7 @@ class SearchOperations(RecallOperations):
             candidate = Candidate(
                 head_of(hit.lesson), value_digest(hit.lesson.value), rung, hit.score, policy
             )
+            as_found[hit.lesson.id] = candidate
             groups.setdefault(where, []).append(
                 candidate if where is None else candidate._replace(rung=0)
             )
@@ -138,7 +143,7 @@ class SearchOperations(RecallOperations):
             reasons = eligibility(precedence(members), now=now, revision=p.revision, blobs=blobs)
             for c in members:
                 decided.setdefault(c.lesson.id, reasons[id(c)])
-        return decided
+        return decided, as_found
 
     @staticmethod
     def _shadowing(tx: Transaction, found: list[Candidate], on_ladder: Rungs) -> list[Candidate]:
@@ -161,7 +166,18 @@ class SearchOperations(RecallOperations):
         return extra
 
 
-def _search_id(query: str, fenced: Sequence[object]) -> str:
-    """The fence's id: the same search over the same lessons writes the same block."""
-    text = query + "\n" + "\n".join(getattr(h, "id", "") for h in fenced)
+def _ranked(hits: Sequence[SearchHit], candidates: dict[str, Candidate]) -> list[SearchHit]:
+    """The hits in recall's order of relevance (``match_score``: the index's score relative
+    to the best, with scope specificity and trust as a bounded boost); ties in the index's
+    order."""
+    best = max((c.relevance for c in candidates.values()), default=0.0)
+    if best <= 0:
+        return list(hits)
+    return sorted(hits, key=lambda h: -match_score(candidates[h.lesson.id], best))
+
+
+def _search_id(query: str, fenced: Sequence[LessonHead]) -> str:
+    """The fence's id: the same search over the same lessons (by address and version, which
+    survive a copy to another store) writes the same block."""
+    text = "\n".join([query, *(f"{h.scope}\n{h.key}\n{h.version}" for h in fenced)])
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
