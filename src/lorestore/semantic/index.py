@@ -184,15 +184,17 @@ class VectorIndex:
         self, addresses: Sequence[tuple[str, str]], query: NDArray[np.float32], ids: Iterable[str]
     ) -> dict[str, float]:
         """The cosine similarity to ``query`` of those of ``ids`` that have a vector here."""
-        wanted = set(ids)
+        wanted = list(ids)  # a few hundred; a rung may hold tens of thousands
         found: dict[str, float] = {}
         with self._lock:
             for address in addresses:
                 rung = self._rungs.get(address)
                 if rung is None or rung.matrix is None:
                     continue
-                for lesson_id in wanted.intersection(rung.rows):
-                    found[lesson_id] = float(rung.matrix[rung.rows[lesson_id]] @ query)
+                here = [(i, rung.rows[i]) for i in wanted if i in rung.rows]
+                if here:
+                    sims = _scores(rung.matrix[[row for _, row in here]], query)
+                    found.update(zip([i for i, _ in here], sims.tolist(), strict=True))
         return found
 
 
