@@ -18,6 +18,7 @@ from lorestore.auth.actor import local_actor
 from lorestore.models import (
     ChangeParams,
     DeleteParams,
+    ExplainParams,
     RecallParams,
     VerifyParams,
     WriteParams,
@@ -123,6 +124,8 @@ def test_switched_off_no_vector_is_written_and_recall_says_lexical(home: Path) -
         assert vectors(store) == {}
         result = service.memory_recall(LOCAL, RecallParams(repo="acme/app", task="postgresql"))
         assert result.context.retrieval == "lexical: switched off (LORESTORE_SEMANTIC=off)"
+        explained = service.memory_explain(LOCAL, ExplainParams(recall_id=result.recall_id))
+        assert explained.context["retrieval"] == result.context.retrieval
         with store.transaction(write=False) as tx:
             assert tx.retrieval_model() is None and tx.count_lessons_to_embed() == 0
     finally:

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 # A stored component is int8: the unit vector times 127, rounded (256 bytes a lesson; the
 # cosine it gives differs from float32's by well under 0.01).
 SCALE = 127.0
+# A rung larger than EXACT_UP_TO lessons is searched in two steps: the first COARSE
+# components of every vector, then the whole vectors of the SHORTLIST x limit best.
+COARSE = 64
+EXACT_UP_TO = 4096
+SHORTLIST = 8
 
 
 def pack(vectors: NDArray[np.float32]) -> list[bytes]:
@@ -43,27 +48,61 @@ def unpack(blobs: Sequence[bytes]) -> NDArray[np.float32]:
     return unit
 
 
+def _prefix(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The first COARSE components of each row, renormalised: the model is trained so that a
+    prefix of its vector is a vector of its own (Matryoshka), so these rank nearly as the
+    whole does, at a quarter of the memory read."""
+    import numpy as np
+
+    head = np.ascontiguousarray(vectors[:, :COARSE])
+    norms = np.linalg.norm(head, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: NDArray[np.float32] = head / norms
+    return unit
+
+
+def _scores(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """matrix @ query without BLAS: OpenBLAS spreads a product this size over threads, which
+    on a shared machine wait for a core (a 56k-row product: 8 ms at the median, 3 with einsum
+    on one thread; benchmarks/semantic_bench.py)."""
+    import numpy as np
+
+    found: NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+    return found
+
+
+def _best(scores: NDArray[np.float32], limit: int) -> NDArray[np.intp]:
+    import numpy as np
+
+    if len(scores) <= limit:
+        return np.arange(len(scores))
+    return np.argpartition(-scores, limit - 1)[:limit]
+
+
 @dataclass
 class _Rung:
-    """One rung's vectors: row i of ``matrix`` is lesson ``ids[i]``; ``since`` is the first
-    generation not read yet."""
+    """One rung's vectors: row i of ``matrix`` (and of ``coarse``, its prefixes) is lesson
+    ``ids[i]``; ``since`` is the first generation not read yet."""
 
     ids: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     matrix: NDArray[np.float32] | None = None
+    coarse: NDArray[np.float32] | None = None
     since: int = 0
 
     def update(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         import numpy as np
 
+        prefixes = _prefix(vectors)
         fresh = []
         for n, lesson_id in enumerate(ids):
             row = self.rows.get(lesson_id)
             if row is None:
                 fresh.append(n)
                 continue
-            assert self.matrix is not None
+            assert self.matrix is not None and self.coarse is not None
             self.matrix[row] = vectors[n]  # a new version of a lesson already here
+            self.coarse[row] = prefixes[n]
         if not fresh:
             return
         start = len(self.ids)
@@ -71,14 +110,33 @@ class _Rung:
             self.rows[ids[n]] = len(self.ids)
             self.ids.append(ids[n])
         needed = len(self.ids)
-        if self.matrix is None or self.matrix.shape[0] < needed:
+        if self.matrix is None or self.coarse is None or self.matrix.shape[0] < needed:
             # Grown by half again each time, so a rung filled one lesson at a time copies
             # its matrix a logarithmic number of times.
-            grown = np.zeros((max(needed, needed * 3 // 2, 64), DIMENSIONS), dtype=np.float32)
-            if self.matrix is not None:
+            rows = max(needed, needed * 3 // 2, 64)
+            grown = np.zeros((rows, DIMENSIONS), dtype=np.float32)
+            grown_coarse = np.zeros((rows, COARSE), dtype=np.float32)
+            if self.matrix is not None and self.coarse is not None:
                 grown[:start] = self.matrix[:start]
-            self.matrix = grown
+                grown_coarse[:start] = self.coarse[:start]
+            self.matrix, self.coarse = grown, grown_coarse
         self.matrix[start:needed] = vectors[fresh]
+        self.coarse[start:needed] = prefixes[fresh]
+
+    def nearest(
+        self, n: int, query: NDArray[np.float32], coarse_query: NDArray[np.float32], limit: int
+    ) -> list[tuple[float, str]]:
+        """The ``limit`` nearest of the first ``n`` rows: a large rung is first narrowed by its
+        prefixes to SHORTLIST times ``limit`` rows, which the whole vectors then rank."""
+        assert self.matrix is not None and self.coarse is not None
+        if n <= EXACT_UP_TO:
+            rows = _best(_scores(self.matrix[:n], query), limit)
+        else:
+            shortlist = _best(_scores(self.coarse[:n], coarse_query), SHORTLIST * limit)
+            exact = _scores(self.matrix[shortlist], query)
+            rows = shortlist[_best(exact, limit)]
+        sims = _scores(self.matrix[rows], query)
+        return [(float(sim), self.ids[row]) for sim, row in zip(sims, rows, strict=True)]
 
 
 class VectorIndex:
@@ -111,22 +169,14 @@ class VectorIndex:
     ) -> dict[str, float]:
         """The ``limit`` lessons of these rungs most similar to ``query`` (a unit vector), by
         id, with their cosine similarity."""
-        import numpy as np
 
         scored: list[tuple[float, str]] = []
+        coarse_query = _prefix(query.reshape(1, -1))[0]
         with self._lock:  # a server's threads recall and update at once
-            rungs = [self._rungs.get(address) for address in addresses]
-            # ids only grows at its end: its first rows stay those of the matrix's rows.
-            views = [(r.ids, r.matrix[: len(r.ids)]) for r in rungs if r and r.matrix is not None]
-        for ids, matrix in views:
-            if matrix.shape[0] == 0:
-                continue
-            sims = matrix @ query
-            if len(sims) > limit:
-                best = np.argpartition(-sims, limit - 1)[:limit]
-            else:
-                best = np.arange(len(sims))
-            scored.extend((float(sims[i]), ids[i]) for i in best)
+            for address in addresses:
+                rung = self._rungs.get(address)
+                if rung is not None and rung.ids:
+                    scored += rung.nearest(len(rung.ids), query, coarse_query, limit)
         scored.sort(reverse=True)
         return {lesson_id: sim for sim, lesson_id in scored[:limit]}
 
@@ -134,15 +184,17 @@ class VectorIndex:
         self, addresses: Sequence[tuple[str, str]], query: NDArray[np.float32], ids: Iterable[str]
     ) -> dict[str, float]:
         """The cosine similarity to ``query`` of those of ``ids`` that have a vector here."""
-        wanted = set(ids)
+        wanted = list(ids)  # a few hundred; a rung may hold tens of thousands
         found: dict[str, float] = {}
         with self._lock:
             for address in addresses:
                 rung = self._rungs.get(address)
                 if rung is None or rung.matrix is None:
                     continue
-                for lesson_id in wanted.intersection(rung.rows):
-                    found[lesson_id] = float(rung.matrix[rung.rows[lesson_id]] @ query)
+                here = [(i, rung.rows[i]) for i in wanted if i in rung.rows]
+                if here:
+                    sims = _scores(rung.matrix[[row for _, row in here]], query)
+                    found.update(zip([i for i, _ in here], sims.tolist(), strict=True))
         return found
 
 

@@ -71,7 +71,10 @@ class Embedder:
         """One unit-length row per text."""
         import numpy as np
 
-        found = _model().embed(texts, norm=True, batch_size=256)
+        # Batches of 16: wordllama pads a batch to its longest text, so large batches of
+        # lessons of uneven length cost more (1,000 corpus lessons: 0.46 s in 256s, 0.28 in 8s,
+        # 0.31 in 32s, on the shared machine).
+        found = _model().embed(texts, norm=True, batch_size=16)
         return np.ascontiguousarray(found, dtype=np.float32)
 
 

@@ -670,8 +670,9 @@ ORDER BY project COLLATE "C", owner COLLATE "C";
 -- Keep a lesson's vector (replacing another model's or an older text's), unless the same
 -- vector of the same model is there already: a changed row gets this transaction's id as its
 -- generation, which every process caching the rung then reads again.
-INSERT INTO lesson_vectors (owner, lesson_pk, scope, model, model_version, vector)
-VALUES (%(owner)s, %(lesson_pk)s, %(scope)s, %(model)s, %(model_version)s, %(vector)s)
+INSERT INTO lesson_vectors (owner, lesson_pk, lesson_id, scope, model, model_version, vector)
+VALUES (%(owner)s, %(lesson_pk)s, %(lesson_id)s::uuid, %(scope)s, %(model)s, %(model_version)s,
+    %(vector)s)
 ON CONFLICT (owner, lesson_pk) DO UPDATE
 SET model = excluded.model, model_version = excluded.model_version, vector = excluded.vector,
     generation = excluded.generation
@@ -685,10 +686,9 @@ SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark;
 
 -- name: rung_vectors
 -- A rung's vectors of the model written at or after a generation (a cache's increment).
-SELECT l.id::text AS id, v.vector
-FROM lesson_vectors AS v JOIN lessons AS l ON l.pk = v.lesson_pk
-WHERE v.owner = %(owner)s AND v.scope = %(scope)s AND v.generation >= %(since)s
-  AND v.model = %(model)s AND v.model_version = %(model_version)s;
+SELECT lesson_id::text AS id, vector FROM lesson_vectors
+WHERE owner = %(owner)s AND scope = %(scope)s AND generation >= %(since)s
+  AND model = %(model)s AND model_version = %(model_version)s;
 
 -- name: recall_by_ids
 -- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
@@ -701,7 +701,7 @@ WHERE id = ANY (%(ids)s::uuid[]) AND owner = ANY (%(owners)s::text[])
 -- name: lessons_to_embed
 -- Lessons (any status) with no vector of the model, or another model's, after a pk: what
 -- `lorestore reindex` embeds, a page at a time.
-SELECT l.pk, l.owner, l.scope, l.tags, l.value
+SELECT l.pk, l.id::text AS id, l.owner, l.scope, l.tags, l.value
 FROM lessons AS l
 LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
 WHERE l.pk > %(after)s

@@ -38,7 +38,7 @@ class VectorPrimitives(SQLBase):
 
         self._put_vectors(
             v,
-            [(lesson.owner.key, pk, lesson.scope) for pk, lesson in lessons],
+            [(lesson.owner.key, pk, lesson.id, lesson.scope) for pk, lesson in lessons],
             [embedding_text(lesson.tags, lesson.value) for _, lesson in lessons],
         )
 
@@ -53,14 +53,14 @@ class VectorPrimitives(SQLBase):
         if landed:
             self._put_vectors(
                 v,
-                [(i.owner, pk, i.lesson.scope) for i, pk in landed],
+                [(i.owner, pk, i.id, i.lesson.scope) for i, pk in landed],
                 [embedding_text(i.lesson.tags, i.lesson.value) for i, _ in landed],
             )
 
     def _put_vectors(
-        self, v: Vectors, targets: Sequence[tuple[str, int, str]], texts: list[str]
+        self, v: Vectors, targets: Sequence[tuple[str, int, str, str]], texts: list[str]
     ) -> None:
-        """Embed ``texts`` and keep each vector for its (owner, lesson pk, scope)."""
+        """Embed ``texts`` and keep each vector for its (owner, lesson pk, lesson id, scope)."""
         from lorestore.semantic.index import pack
 
         blobs = pack(v.embedder.embed(texts))
@@ -70,12 +70,13 @@ class VectorPrimitives(SQLBase):
                 {
                     "owner": owner,
                     "lesson_pk": pk,
+                    "lesson_id": lesson_id,
                     "scope": scope,
                     "model": v.model,
                     "model_version": v.version,
                     "vector": blob,
                 }
-                for (owner, pk, scope), blob in zip(targets, blobs, strict=True)
+                for (owner, pk, lesson_id, scope), blob in zip(targets, blobs, strict=True)
             ),
         )
 
@@ -144,7 +145,7 @@ class VectorPrimitives(SQLBase):
 
         self._put_vectors(
             v,
-            [(r["owner"], int(r["pk"]), r["scope"]) for r in rows],
+            [(r["owner"], int(r["pk"]), str(r["id"]), r["scope"]) for r in rows],
             [embedding_text(json_field(r["tags"], []), r["value"]) for r in rows],
         )
         return len(rows), int(rows[-1]["pk"])

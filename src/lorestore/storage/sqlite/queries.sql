@@ -776,8 +776,9 @@ ORDER BY project, owner;
 -- Keep a lesson's vector (replacing another model's or an older text's), unless the same
 -- vector of the same model is there already: the REPLACE gives the row a new generation,
 -- which every process caching the rung then reads again.
-INSERT OR REPLACE INTO lesson_vectors (owner, lesson_pk, scope, model, model_version, vector)
-SELECT :owner, :lesson_pk, :scope, :model, :model_version, :vector
+INSERT OR REPLACE INTO lesson_vectors
+    (owner, lesson_pk, lesson_id, scope, model, model_version, vector)
+SELECT :owner, :lesson_pk, :lesson_id, :scope, :model, :model_version, :vector
 WHERE NOT EXISTS (
     SELECT 1 FROM lesson_vectors
     WHERE owner = :owner AND lesson_pk = :lesson_pk AND model = :model
@@ -791,10 +792,9 @@ SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'lesson_vectors'),
 
 -- name: rung_vectors
 -- A rung's vectors of the model written at or after a generation (a cache's increment).
-SELECT l.id, v.vector
-FROM lesson_vectors AS v JOIN lessons AS l ON l.pk = v.lesson_pk
-WHERE v.owner = :owner AND v.scope = :scope AND v.generation >= :since
-  AND v.model = :model AND v.model_version = :model_version;
+SELECT lesson_id AS id, vector FROM lesson_vectors
+WHERE owner = :owner AND scope = :scope AND generation >= :since
+  AND model = :model AND model_version = :model_version;
 
 -- name: recall_by_ids
 -- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
@@ -810,7 +810,7 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 -- name: lessons_to_embed
 -- Lessons (any status) with no vector of the model, or another model's, after a pk: what
 -- `lorestore reindex` embeds, a page at a time.
-SELECT l.pk, l.owner, l.scope, l.tags, l.value
+SELECT l.pk, l.id, l.owner, l.scope, l.tags, l.value
 FROM lessons AS l
 LEFT JOIN lesson_vectors AS v ON v.owner = l.owner AND v.lesson_pk = l.pk
 WHERE l.pk > :after

@@ -9,7 +9,9 @@
 --   vectors (semantic/index.py).
 -- What changes: lesson_vectors, one row per lesson (the served version's tags and
 --   text): owner, lesson_pk (ON DELETE CASCADE: a hard delete erases the vector with the text
---   it was made from), scope (recall reads a rung's vectors by owner and scope), the model's
+--   it was made from), lesson_id (what recall names a candidate by: a rung's vectors are read
+--   without touching the lessons' rows), scope (recall reads a rung's vectors by owner and
+--   scope), the model's
 --   name and version (a model change is seen and re-embedded by `lorestore reindex`), the
 --   vector (256 int8 components: 256 bytes) and a generation: the id of the transaction that
 --   wrote it. A process caching a rung's vectors remembers the oldest transaction still
@@ -29,6 +31,7 @@
 CREATE TABLE public.lesson_vectors (
     owner         text NOT NULL,
     lesson_pk     bigint NOT NULL REFERENCES public.lessons (pk) ON DELETE CASCADE,
+    lesson_id     uuid NOT NULL,
     scope         text NOT NULL,
     model         text NOT NULL,
     model_version text NOT NULL,

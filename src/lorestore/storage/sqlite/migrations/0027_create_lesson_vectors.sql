@@ -7,8 +7,9 @@
 --   recall, and every process that opens the file shares them.
 -- What changes: lesson_vectors, one row per lesson (the served version's tags and
 --   text): the owner, the lesson's pk (ON DELETE CASCADE: a hard delete erases the vector
---   with the text it was made from), its scope (recall reads a rung's vectors by owner and
---   scope), the model's name and version (a model change is seen and re-embedded by
+--   with the text it was made from), its id (what recall names a candidate by: a rung's
+--   vectors are read without touching the lessons' rows, whose pages hold their text), its
+--   scope (recall reads a rung's vectors by owner and scope), the model's name and version (a model change is seen and re-embedded by
 --   `lorestore reindex`), the vector (256 int8 components: 256 bytes) and a generation: the
 --   AUTOINCREMENT key, so a replaced vector gets a number never used before and a process
 --   that caches a rung's vectors reads only those with a generation at or above its mark.
@@ -25,6 +26,7 @@ CREATE TABLE lesson_vectors (
     generation    INTEGER PRIMARY KEY AUTOINCREMENT,
     owner         TEXT NOT NULL,
     lesson_pk     INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+    lesson_id     TEXT NOT NULL,
     scope         TEXT NOT NULL,
     model         TEXT NOT NULL,
     model_version TEXT NOT NULL,
