@@ -184,3 +184,35 @@ def test_a_vector_committed_late_is_not_skipped_on_postgres(
         assert any(r.startswith("relevance:") for r in after.offered[0].reasons)
     finally:
         store.close()
+
+
+def test_a_model_that_fails_to_load_leaves_the_store_lexical_not_broken(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken install of the extra does not refuse writes or recalls: the process runs
+    lexically, says why, and `reindex` (once the model loads again) embeds what was missed."""
+    from lorestore.semantic import model
+
+    def fail() -> None:
+        raise RuntimeError("weights truncated")
+
+    with monkeypatch.context() as broken:
+        broken.setattr(model, "_loaded", [])  # this process's model, as if never loaded
+        broken.setattr(model, "_load", fail)
+        store = SQLiteStore(home / "broken.db")
+        service = LessonService(store)
+        write(service, "reports", "Reports are written as CSV files for Excel.")
+        result = service.memory_recall(LOCAL, RecallParams(repo="acme/app", task="csv"))
+        assert [o.lesson.key for o in result.offered] == ["reports"]
+        assert result.context.retrieval == (
+            "lexical: the semantic model did not load (RuntimeError: weights truncated)"
+        )
+        assert vectors(store) == {}
+        store.close()
+    store = SQLiteStore(home / "broken.db")  # the control: the model loads again
+    try:
+        with store.transaction(write=True) as tx:
+            assert tx.count_lessons_to_embed() == 1 and tx.embed_page(0, 10)[0] == 1
+        assert set(vectors(store)) == {"reports"}
+    finally:
+        store.close()
