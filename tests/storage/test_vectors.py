@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from tests.conftest import app_connection, operator_store
 from tests.pg import Template
@@ -182,5 +183,64 @@ def test_a_vector_committed_late_is_not_skipped_on_postgres(
         after = service.memory_recall(LOCAL, task)
         assert after.offered[0].lesson.key == "reports"
         assert any(r.startswith("relevance:") for r in after.offered[0].reasons)
+    finally:
+        store.close()
+
+
+def test_a_model_that_fails_to_load_leaves_the_store_lexical_not_broken(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken install of the extra does not refuse writes or recalls: the process runs
+    lexically, says why, and `reindex` (once the model loads again) embeds what was missed."""
+    from lorestore.semantic import model
+
+    def fail() -> None:
+        raise RuntimeError("weights truncated")
+
+    with monkeypatch.context() as broken:
+        broken.setattr(model, "_loaded", [])  # this process's model, as if never loaded
+        broken.setattr(model, "_load", fail)
+        store = SQLiteStore(home / "broken.db")
+        service = LessonService(store)
+        write(service, "reports", "Reports are written as CSV files for Excel.")
+        result = service.memory_recall(LOCAL, RecallParams(repo="acme/app", task="csv"))
+        assert [o.lesson.key for o in result.offered] == ["reports"]
+        assert result.context.retrieval == (
+            "lexical: the semantic model did not load (RuntimeError: weights truncated)"
+        )
+        assert vectors(store) == {}
+        store.close()
+    store = SQLiteStore(home / "broken.db")  # the control: the model loads again
+    try:
+        with store.transaction(write=True) as tx:
+            assert tx.count_lessons_to_embed() == 1 and tx.embed_page(0, 10)[0] == 1
+        assert set(vectors(store)) == {"reports"}
+    finally:
+        store.close()
+
+
+def test_postgres_keeps_each_tenants_vectors_to_itself(
+    pg_template: Template, pg_database: str
+) -> None:
+    """Row-level security on lesson_vectors, as the app role: another user reads none of a
+    user's vectors (the user reads them: the control), and nobody may delete one directly
+    (a lesson's delete cascades)."""
+    store = PostgresStore(pg_template.app_url(pg_database), max_size=2)
+    try:
+        service = LessonService(store)
+        write(service, "reports", "Reports are written as CSV files for Excel.")
+        LessonService(store).memory_write(
+            local_actor(principal="user:mallory"),
+            WriteParams(scope=SCOPE, key="theirs", value="Spreadsheets go out as CSV."),
+        )
+        query = "SELECT l.key FROM lesson_vectors AS v JOIN lessons AS l ON l.pk = v.lesson_pk"
+        for actor, keys in (("user:local", ["reports"]), ("user:mallory", ["theirs"])):
+            with app_connection(store, actor) as conn:
+                assert [r[0] for r in conn.execute(query).fetchall()] == keys
+        with app_connection(store, "user:mallory") as conn:
+            bare = "SELECT count(*) FROM lesson_vectors WHERE owner = 'user:local'"
+            assert conn.execute(bare).fetchone()[0] == 0
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("DELETE FROM lesson_vectors")
     finally:
         store.close()

@@ -91,6 +91,14 @@ def _reindex(store: Store, batch: int, *, show_progress: bool) -> dict[str, Any]
     seconds = time.perf_counter() - started
     with store.transaction(write=False) as tx:
         remaining = tx.count_lessons_to_embed()
+        problem = tx.retrieval_problem()
+    if problem is not None:
+        raise LorestoreError(
+            "config_error",
+            f"{problem}: {remaining} lessons left without a vector",
+            hint="reinstall the extra (pip install --force-reinstall 'lorestore[semantic]'); "
+            "`lorestore doctor --deep` loads the model",
+        )
     return {
         "model": model,
         "embedded": embedded,

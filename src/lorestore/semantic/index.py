@@ -5,6 +5,7 @@ one matrix product, not a read of every vector."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from lorestore.semantic.model import DIMENSIONS, Availability, Embedder, availab
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+LOG = logging.getLogger("lorestore.semantic")
 
 # A stored component is int8: the unit vector times 127, rounded (256 bytes a lesson; the
 # cosine it gives differs from float32's by well under 0.01).
@@ -206,6 +209,22 @@ class Vectors:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.index = VectorIndex()
+        # Why the model could not be loaded, once it failed: the process then runs lexically
+        # (writes keep no vector; `lorestore reindex` adds them later) rather than refuse
+        # every write and recall over a third-party package.
+        self.broken: str | None = None
+        self._ready = False
+
+    def ready(self) -> bool:
+        """Load the model if it is not yet (once per process); False if it cannot be."""
+        if not self._ready and self.broken is None:
+            try:
+                self.embedder.embed(["lorestore"])
+                self._ready = True
+            except Exception as exc:  # whatever a third-party model's load raises
+                self.broken = f"the semantic model did not load ({type(exc).__name__}: {exc})"
+                LOG.warning("%s: retrieval is lexical in this process", self.broken)
+        return self._ready
 
     @property
     def model(self) -> str:

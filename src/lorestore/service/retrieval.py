@@ -31,18 +31,24 @@ def hybrid_candidates(
     """The candidates with their relevance, and how they were retrieved, as recall's context
     says: ``hybrid:<model>`` or ``lexical: <why>``."""
     rows = tx.recall_candidates(addresses, terms, limit=limit)
-    model = tx.retrieval_model()
-    if model is None:
-        return rows, f"lexical: {availability().reason or 'switched off (LORESTORE_SEMANTIC=off)'}"
     known = {row.head.id for row in rows}
     found, similarity = tx.semantic_candidates(
         addresses, task, known=known, limit=SEMANTIC_CANDIDATES
     )
+    model = tx.retrieval_model()  # after the pass: a model that failed to load says so
+    if model is None:
+        return rows, f"lexical: {_why_lexical(tx)}"
     if not similarity:
         return rows, f"hybrid:{model}"
     rows = [*rows, *(row for row in found if related(similarity[row.head.id]))]
     relevance = fuse({row.head.id: row.score for row in rows}, similarity)
     return [row._replace(score=relevance[row.head.id]) for row in rows], f"hybrid:{model}"
+
+
+def _why_lexical(tx: Transaction) -> str:
+    return (
+        tx.retrieval_problem() or availability().reason or "switched off (LORESTORE_SEMANTIC=off)"
+    )
 
 
 def hybrid_hits(

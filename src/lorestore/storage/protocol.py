@@ -357,6 +357,10 @@ class Transaction(WebhookTransaction, Protocol):
         """The embedding model (``name@version``) whose vectors recall and every write use, or
         None when retrieval is lexical only."""
 
+    def retrieval_problem(self) -> str | None:
+        """Why retrieval is lexical although the extra is installed and on: its model failed
+        to load in this process (None otherwise)."""
+
     def count_lessons_to_embed(self) -> int:
         """How many lessons have no vector of the model in use, or another model's (0 without
         the extra)."""

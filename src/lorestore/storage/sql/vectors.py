@@ -25,14 +25,20 @@ class VectorPrimitives(SQLBase):
 
     def retrieval_model(self) -> str | None:
         """The embedding model recall fuses with the full-text rank (name@version), or None
-        when recall is lexical only."""
+        when recall is lexical only (the extra missing, switched off, or its model failed to
+        load in this process)."""
         v = self._vectors
-        return None if v is None else f"{v.model}@{v.version}"
+        return None if v is None or v.broken else f"{v.model}@{v.version}"
+
+    def retrieval_problem(self) -> str | None:
+        """Why retrieval is lexical although the extra is on: its model failed to load."""
+        v = self._vectors
+        return None if v is None else v.broken
 
     def _embed(self, lessons: Sequence[tuple[int, Lesson]]) -> None:
         """Keep the vector of each (pk, lesson): its tags and served text."""
         v = self._vectors
-        if v is None or not lessons:
+        if v is None or not lessons or not v.ready():
             return
         from lorestore.semantic.model import embedding_text
 
@@ -45,7 +51,7 @@ class VectorPrimitives(SQLBase):
     def _embed_imported(self, lessons: Sequence[ImportedLesson], pks: Sequence[int | None]) -> None:
         """Keep the vector of each imported lesson that landed (pk not None), at its owner."""
         v = self._vectors
-        if v is None:
+        if v is None or not v.ready():
             return
         from lorestore.semantic.model import embedding_text
 
@@ -93,7 +99,7 @@ class VectorPrimitives(SQLBase):
         same conditions; and the cosine similarity of every lesson weighed, known ones
         included, by id. Empty without the extra or a task."""
         v = self._vectors
-        if v is None or not task or not task.strip() or not addresses:
+        if v is None or not task or not task.strip() or not addresses or not v.ready():
             return [], {}
         query = v.embedder.embed([task])[0]
         mark = int(self._one("vector_mark", {})["mark"])
@@ -135,7 +141,7 @@ class VectorPrimitives(SQLBase):
         """Embed up to ``limit`` lessons after pk ``after`` that lack this model's vector;
         how many, and the last pk seen (0 and ``after`` when none is left)."""
         v = self._vectors
-        if v is None:
+        if v is None or not v.ready():
             return 0, after
         params = {"after": after, "limit": limit, "model": v.model, "model_version": v.version}
         rows = self._all("lessons_to_embed", params)
