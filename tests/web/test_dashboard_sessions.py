@@ -130,6 +130,15 @@ def test_the_host_header_must_name_the_origin(api: Api) -> None:
     )
     assert cross.status_code == 403
     assert person.page("/overview").status_code == 200  # control: the session is still live
+    # The loopback names of one machine are one origin (a browser at localhost is at home).
+    assert person.client.get("/overview", headers={"host": "localhost"}).status_code == 200
+    null = person.client.post(
+        "/signout",
+        data={"csrf_token": person.csrf},
+        headers={"origin": "null"},
+        follow_redirects=False,
+    )
+    assert null.status_code == 403
 
 
 def test_rest_and_mcp_keep_bearer_authentication(api: Api) -> None:

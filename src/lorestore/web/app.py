@@ -32,6 +32,7 @@ from lorestore.web.render import render
 from lorestore.web.sessions import Session, SessionStore
 
 SESSION_COOKIE = "lorestore_session"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 SIGNIN_COOKIE = "lorestore_signin"  # the sign-in form's CSRF value (no session exists yet)
 STATIC = Path(__file__).parent / "static"
 # No script runs on any page (there is none), nothing loads from elsewhere, no page can be
@@ -90,9 +91,14 @@ class Dashboard:
         self.origin = origin.rstrip("/")
         parts = urlsplit(self.origin)
         default = 443 if parts.scheme == "https" else 80
-        self.hosts = {parts.netloc.lower()}
-        if parts.port in (None, default):
-            self.hosts |= {parts.hostname or "", f"{parts.hostname}:{default}"}
+        port = parts.port or default
+        names = {(parts.hostname or "").lower()}
+        if names & LOOPBACK:  # one machine's own names for itself: no rebinding possible
+            names = set(LOOPBACK)
+        self.hosts = {f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names}
+        if port == default:
+            self.hosts |= {f"[{n}]" if ":" in n else n for n in names}
+        self.scheme = parts.scheme
         self.secure = parts.scheme == "https"
 
     def html(self, body: str, status: int = 200) -> HTMLResponse:
@@ -114,9 +120,14 @@ class Dashboard:
                 "open it at its configured address, or set LORESTORE_DASHBOARD_ORIGIN",
             )
         origin = request.headers.get("origin")
-        if request.method == "POST" and origin is not None and origin.rstrip("/") != self.origin:
+        if request.method == "POST" and origin is not None and not self._same_origin(origin):
             return self.refusal(403, "forbidden", f"a form posted from {origin!r} is refused")
         return None
+
+    def _same_origin(self, origin: str) -> bool:
+        """Whether a request's Origin header names this dashboard (``null`` never does)."""
+        parts = urlsplit(origin.strip())
+        return parts.scheme == self.scheme and parts.netloc.lower() in self.hosts
 
     def guard(self, handler: Handler, *, post: bool = False) -> Callable[[Request], Any]:
         """The handler behind the checks: Host, a live session whose token still holds, and

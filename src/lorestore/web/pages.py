@@ -17,6 +17,9 @@ from lorestore.web.app import Context
 from lorestore.web.render import Series, day_chart, side_by_side
 
 CHART_DAYS = 14
+# The overview counts the review queue up to this many (the queue's query costs more the more
+# it returns); past it the page says "50+" and the queue page lists them.
+QUEUE_COUNTED = 50
 RECALL_DAYS = 30  # a lesson's recent recalls: the recall log's default retention
 NOTICES = {
     "verified": "Verified",
@@ -43,7 +46,7 @@ def notice(ctx: Context) -> str | None:
 
 async def overview(ctx: Context) -> Response:
     scopes = (await ctx.call("memory_scopes")).scopes
-    queue = (await ctx.call("memory_review_queue", limit=200)).items
+    queue = (await ctx.call("memory_review_queue", limit=QUEUE_COUNTED)).items
     days = (await ctx.call("memory_activity", days=CHART_DAYS)).days
     recent = (await ctx.call("memory_audit", limit=15)).events
     chart = day_chart(
@@ -62,7 +65,7 @@ async def overview(ctx: Context) -> Response:
         "overview.html",
         scopes=scopes,
         queue=Counter(item.reason for item in queue),
-        queue_total=len(queue),
+        queue_total=f"{len(queue)}+" if len(queue) == QUEUE_COUNTED else str(len(queue)),
         trust=trust,
         recent=recent,
         chart=chart,
