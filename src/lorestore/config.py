@@ -41,11 +41,15 @@ DOCUMENTED_VARIABLES = {
     "LORESTORE_WEBHOOK_TTL_DAYS": "expiry of captured lessons: DAYS, or EVENT=DAYS,... (90)",
     "LORESTORE_WEBHOOK_GRACE_HOURS": "hours a rotated webhook secret is still accepted (24)",
     "LORESTORE_WEBHOOK_RETENTION_DAYS": "days delivery ids are kept against replays (30), or off",
+    "LORESTORE_GITHUB_TOKEN": "GitHub token that reads repository contents (a captured "
+    "comment's depends_on)",
+    "LORESTORE_GITHUB_API_URL": "GitHub's REST API (https://api.github.com; Enterprise: its own)",
     "LORESTORE_DASHBOARD_ORIGIN": "the dashboard's origin, whose host the Host header must name",
     "LORESTORE_DASHBOARD_SESSION_HOURS": "hours a dashboard sign-in lasts (default 8)",
 }
 # The events whose comments become lessons, each with its own expiry (LORESTORE_WEBHOOK_TTL_DAYS).
 WEBHOOK_EVENTS = ("pull_request_review_comment", "pull_request_review", "issue_comment")
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})
 OFF_WORDS = frozenset({"off", "false", "no", "0"})
 ON_WORDS = frozenset({"on", "true", "yes", "1"})
 
@@ -60,6 +64,10 @@ class WebhookSettings:
     ttl_days: tuple[tuple[str, int], ...] = tuple((e, 90) for e in WEBHOOK_EVENTS)
     grace_hours: int = 24
     retention_days: int | None = 30
+    # Reading the commented file's blob at the comment's commit (a lesson's depends_on) needs
+    # GitHub's contents API and a token that may read the repository; None: not looked up.
+    github_token: str | None = field(default=None, repr=False)  # a secret: kept out of logs
+    github_api: str = "https://api.github.com"
 
     def ttl_for(self, event: str) -> int:
         return dict(self.ttl_days).get(event, 90)
@@ -324,7 +332,20 @@ def _webhook_settings(env: Mapping[str, str]) -> WebhookSettings:
         ttl_days=_webhook_ttls(env.get("LORESTORE_WEBHOOK_TTL_DAYS", "")),
         grace_hours=24 if grace is None else grace,
         retention_days=_whole(env, "LORESTORE_WEBHOOK_RETENTION_DAYS", 30, 1, 3650),
+        github_token=(env.get("LORESTORE_GITHUB_TOKEN") or "").strip() or None,
+        github_api=_github_api(env.get("LORESTORE_GITHUB_API_URL", "")),
     )
+
+
+def _github_api(raw: str) -> str:
+    """GitHub's REST API: https (http only on a loopback host, as a test's or a proxy's)."""
+    url = raw.strip().rstrip("/") or "https://api.github.com"
+    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+    if not (url.startswith("https://") or (url.startswith("http://") and host in _LOOPBACK)):
+        raise _config_error(
+            "LORESTORE_GITHUB_API_URL", raw, "an https:// URL (http:// only on a loopback host)"
+        )
+    return url
 
 
 def _webhook_ttls(raw: str) -> tuple[tuple[str, int], ...]:

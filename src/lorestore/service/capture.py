@@ -16,6 +16,7 @@ from lorestore.auth.actor import AGENT_PERMISSIONS, Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
 from lorestore.core.scope import parse_scope
+from lorestore.ingest.contents import file_blob
 from lorestore.ingest.events import Comment, Ignored, Ping, Resolved, admit, repository
 from lorestore.ingest.keys import signed_by
 from lorestore.ingest.models import DeliveryResult
@@ -136,6 +137,8 @@ class CaptureOperations(WriteOperations):
         self, hook: WebhookRecord, d: Delivery, payload: dict[str, Any]
     ) -> tuple[int, DeliveryResult]:
         admission = admit(d.event, payload)
+        # GitHub is asked before the transaction opens: no lock is held while it answers.
+        blob = self._blob(admission) if isinstance(admission, Comment) else None
         now = self._now()
         owner = hook.owner
         with self.store.transaction(write=True, actor=owner) as tx:
@@ -150,7 +153,7 @@ class CaptureOperations(WriteOperations):
             elif isinstance(admission, Comment):
                 sender = payload.get("sender")
                 sender_type = sender.get("type") if isinstance(sender, dict) else None
-                status, outcome, keys = self._comment(tx, hook, d, admission, sender_type)
+                status, outcome, keys = self._comment(tx, hook, d, admission, sender_type, blob)
             elif isinstance(admission, Resolved):
                 status, outcome, keys = self._resolved(tx, hook, admission)
             tx.settle_delivery(owner, d.delivery, outcome)
@@ -164,6 +167,7 @@ class CaptureOperations(WriteOperations):
         d: Delivery,
         c: Comment,
         sender_type: str | None,
+        blob: str | None,
     ) -> tuple[int, str, list[str]]:
         verdict = judge(c.body, author_type=c.author_type, sender_type=sender_type)
         if verdict.secret is not None:
@@ -195,6 +199,8 @@ class CaptureOperations(WriteOperations):
                     "value": c.value(),
                     "ttl_days": self.webhooks.ttl_for(c.kind) if new else None,
                     "source": c.source(),
+                    # The commented file at the comment's commit, when GitHub said its blob.
+                    "depends_on": [{"path": c.path, "blob": blob}] if c.path and blob else None,
                 }
             )
             result = self._apply_write(tx, actor, hook.owner, self._prepare_write(actor, params))
@@ -205,6 +211,14 @@ class CaptureOperations(WriteOperations):
                 return 202, exc.code, []
             raise
         return 200, result.result, [c.key]
+
+    def _blob(self, c: Comment) -> str | None:
+        """The commented file's blob at the comment's commit, from GitHub's contents API when a
+        token is configured (``LORESTORE_GITHUB_TOKEN``); None otherwise."""
+        token = self.webhooks.github_token
+        if token is None or c.path is None or c.commit is None:
+            return None
+        return file_blob(self.webhooks.github_api, token, c.repo, c.path, c.commit)
 
     def _resolved(
         self, tx: Transaction, hook: WebhookRecord, r: Resolved
