@@ -528,6 +528,18 @@ class OrgBindParams(Params):
     pattern: str = Field(description="a scope or pattern, e.g. repo::acme/* or project::billing")
 
 
+class BindingInfo(Result):
+    pattern: str = Field(description="a scope or pattern the org holds, e.g. repo::acme/*")
+    pending: bool = Field(
+        False, description="waits for an operator's approval and routes nothing until then"
+    )
+
+
+class OrgBindingsResult(Result):
+    org: str
+    bindings: list[BindingInfo]
+
+
 class OrgBindingResult(Result):
     org: str
     pattern: str

@@ -247,3 +247,18 @@ def test_org_and_token_changes_are_audited(acme: LessonService) -> None:
     bobs = [e.action for e in acme.memory_audit(BOB, AuditParams()).events]
     assert "org.accept" in bobs  # in the new member's own chain
     assert acme.audit_verify(ALICE, NoParams()).ok and acme.audit_verify(BOB, NoParams()).ok
+
+
+def test_org_bindings_lists_what_routes_to_the_org_for_its_members(acme: LessonService) -> None:
+    acme.org_accept(BOB, OrgAcceptParams(code=invite(acme, "bob")))
+    acme.org_bind(ALICE, OrgBindParams(org="acme", pattern="project::billing"))
+    for member in (ALICE, BOB):  # an admin and a plain member alike
+        listed = acme.org_bindings(member, OrgParams(org="acme"))
+        assert [(b.pattern, b.pending) for b in listed.bindings] == [
+            ("project::billing", False),
+            ("repo::acme/*", False),
+        ]
+    assert code_of(lambda: acme.org_bindings(CAROL, OrgParams(org="acme"))) == "not_found"
+    acme.org_unbind(ALICE, OrgBindParams(org="acme", pattern="project::billing"))
+    listed = acme.org_bindings(BOB, OrgParams(org="acme")).bindings
+    assert [b.pattern for b in listed] == ["repo::acme/*"]

@@ -15,6 +15,7 @@ from lorestore.auth.actor import local_actor
 from lorestore.models import (
     AuditParams,
     DisputeParams,
+    OrgParams,
     ReadParams,
     RecallParams,
     VerifyParams,
@@ -198,6 +199,11 @@ def test_admin_orgs_invites_bindings_and_policies(api: Api) -> None:
     assert policy.status_code == 303
     page = person.page("/admin").text
     assert "acme" in page and "user:bob" in page and "pending" in page
+    # The binding is listed, with a form that unbinds it (the control: it routes until then).
+    assert "<td>repo::acme/*</td><td>routes</td>" in page
+    unbind = page.split("<td>repo::acme/*</td>", 1)[1].split("</form>", 1)[0]
+    assert 'action="/admin/orgs/unbind"' in unbind and 'name="csrf_token"' in unbind
+    assert api.service.org_bindings(local_actor(), OrgParams(org="acme")).bindings
     bad = person.post("/admin/orgs/create", {"slug": "Not A Slug!"})
     assert bad.status_code == 400  # a clear refusal, nothing created
     assert "not a slug" not in person.page("/admin").text.lower()

@@ -22,9 +22,11 @@ from lorestore.core.patterns import (
 )
 from lorestore.core.scope import parse_scope
 from lorestore.models import (
+    BindingInfo,
     MemberInfo,
     NoParams,
     OrgBindingResult,
+    OrgBindingsResult,
     OrgBindParams,
     OrgCreateParams,
     OrgInfo,
@@ -140,6 +142,23 @@ class OrgOperations(OrgRules):
         return OrgMembersResult(
             org=org,
             members=[MemberInfo(member=m.member, role=m.role, since=m.created_at) for m in members],
+        )
+
+    def org_bindings(self, actor: Actor, p: OrgParams) -> OrgBindingsResult:
+        """The scope patterns routed to an org (and those waiting for approval), for its
+        members: which scopes the org's lessons live in."""
+        self._require(actor, "read")
+        org = _org(p.org).key
+        self._within_orgs(actor, org)
+        with self.store.transaction(write=False, actor=actor.principal) as tx:
+            if self._role(tx, actor, org) is None:
+                raise LorestoreError("not_found", f"you are not a member of {org}")
+            bound = [b.pattern for b in tx.bindings_for(actor.principal) if b.org == org]
+            waiting = [b.pattern for b in tx.pending_bindings() if b.org == org]
+        return OrgBindingsResult(
+            org=org,
+            bindings=[BindingInfo(pattern=x, pending=False) for x in sorted(bound)]
+            + [BindingInfo(pattern=x, pending=True) for x in sorted(waiting)],
         )
 
     def org_remove(self, actor: Actor, p: OrgMemberParams) -> OrgMembersResult:

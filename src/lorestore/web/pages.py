@@ -195,7 +195,16 @@ async def admin(ctx: Context, created: Any = None, invite: Any = None) -> Respon
         invites = []
         if org.role in ("owner", "admin"):
             invites = (await ctx.call("org_invites", org=slug)).invites
-        orgs.append({"slug": slug, "role": org.role, "members": members, "invites": invites})
+        bindings = (await ctx.call("org_bindings", org=slug)).bindings
+        orgs.append(
+            {
+                "slug": slug,
+                "role": org.role,
+                "members": members,
+                "invites": invites,
+                "bindings": bindings,
+            }
+        )
     policy = await ctx.call("memory_policy", scope="*")
     return ctx.page(
         "admin.html",
