@@ -244,3 +244,22 @@ def test_orgs_and_purges_are_an_admins_through_the_mount(api: Api, kit: str) -> 
     expired = call(api, "POST", "/memories/purge-expired", api.token)
     assert expired.status_code == 200 and expired.json() == {"purged": 0}
     assert api.ok("memory_history", {"scope": S, "key": "old"})["status"] == "archived"
+
+
+def test_a_search_takes_the_projects_declared_to_hold_its_repository(api: Api, kit: str) -> None:
+    """LoreKit's client names the project of its own configuration, if any; lorestore adds the
+    project rungs a person declared for the repository it searches (issue 21)."""
+    billing = {
+        "scope": "project::billing",
+        "key": "ledger",
+        "value": "Ledger rows are never updated",
+    }
+    assert call(api, "POST", "/memories", kit, json=billing).status_code == 201
+    body = {"q": "ledger rows", "scopes": [S, "global"]}
+    # The control: no project holds the repository, so the project's lesson is not found.
+    assert call(api, "POST", "/memories/search", kit, json=body).json()["entries"] == []
+    api.ok("project_add", {"name": "billing", "repos": ["acme/app"]})
+    found = call(api, "POST", "/memories/search", kit, json=body).json()["entries"]
+    assert [(e["scope"], e["key"]) for e in found] == [("project::billing", "ledger")]
+    other = {"q": "ledger rows", "scopes": ["repo::acme/other", "global"]}
+    assert call(api, "POST", "/memories/search", kit, json=other).json()["entries"] == []

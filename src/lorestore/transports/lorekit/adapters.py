@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
+from lorestore.core.scope import parse_scope
 from lorestore.models import (
     ChangeParams,
     DeleteParams,
@@ -119,11 +120,24 @@ class LoreKitOperations:
             )
         # LoreKit's hooks join words with " OR " (websearch syntax); lorestore's search
         # already matches any word and ranks by BM25, and drops "or" as a stop word.
+        scopes = self._with_projects(actor, body.scopes)
         params = SearchParams.model_validate(
-            {"query": body.q, "scopes": body.scopes, "tags": body.tags, "limit": body.limit}
+            {"query": body.q, "scopes": scopes, "tags": body.tags, "limit": body.limit}
         )
         hits = self.service.memory_search(actor, params).hits
         return [{**entry(h.lesson), "rank": h.score} for h in hits]
+
+    def _with_projects(self, actor: Actor, scopes: list[str]) -> list[str]:
+        """The scopes a LoreKit client searches, and the project rungs declared to hold its
+        repositories (`lorestore project add`): its client names only the project its own
+        configuration knows, if any."""
+        ladder = [parse_scope(s) for s in scopes if s.startswith(("repo::", "branch::"))]
+        repos = {scope.repo for scope in ladder if scope.repo}
+        if not repos:
+            return scopes
+        declared = self.service.project_list(actor, NoParams()).projects
+        derived = [p.scope for p in declared if repos & set(p.repos)]
+        return list(dict.fromkeys([*scopes, *derived]))
 
     def archive(self, actor: Actor, body: MemoryAddress) -> None:
         self.service.memory_archive(actor, _address(ChangeParams, body))
