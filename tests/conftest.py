@@ -210,7 +210,12 @@ class Cli:
 
 
 @pytest.fixture
-def cli(home: Path) -> Cli:
+def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """The CLI in a folder that is no git checkout (the test's own, holding ``home``): the CLI
+    reads its context from the working directory's git, which would otherwise be wherever the
+    suite runs from (a clone's origin names a repository). A test that wants a checkout
+    changes into one."""
+    monkeypatch.chdir(home.parent)
     return Cli()
 
 

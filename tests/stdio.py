@@ -46,7 +46,9 @@ def run_mcp(
         command=EXE,
         args=["mcp"],
         env={"LORESTORE_HOME": str(home), "PATH": os.environ.get("PATH", ""), **env},
-        cwd=cwd,
+        # Not the suite's own folder: the server reads its context from the working
+        # directory's git (a clone's origin would name a repository).
+        cwd=cwd or home.parent,
     )
 
     async def main() -> None:
