@@ -142,28 +142,64 @@ WHERE owner = :owner AND value_digest = :value_digest;
 
 -- name: review_queue
 -- What awaits a person: disputes, proposed revisions, corroborated and recurring candidates,
--- and unreviewed lessons by outside authors; most urgent first.
+-- and unreviewed lessons by outside authors; most urgent first. Each reason is read on its
+-- own, newest first, from the index holding only its lessons (migration 0029) and up to the
+-- limit, so a page never reads every candidate; the branches are disjoint (a lesson counts
+-- under its most urgent reason) and the merge keeps the order of one query over all.
+-- INDEXED BY: without statistics the planner prefers (owner, status) and reads every lesson.
 SELECT * FROM (
-    SELECT l.*, CASE
-        WHEN l.trust = 'disputed' THEN 'disputed'
-        WHEN l.pending_version IS NOT NULL THEN 'revision'
-        WHEN l.trust = 'corroborated' THEN 'corroborated'
-        WHEN l.trust = 'candidate' AND l.seen_count >= 2 THEN 'recurring'
-        WHEN l.trust IN ('candidate', 'corroborated')
-             AND json_extract(l.source, '$.author_association') IS NOT NULL
-             AND upper(json_extract(l.source, '$.author_association'))
-                 NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR') THEN 'outside_author'
-    END AS queue_reason
-    FROM lessons AS l
-    WHERE l.owner IN (SELECT value FROM json_each(:owners))
-      AND l.status = 'active' AND l.trust != 'rejected'
-      AND (:scope IS NULL OR l.scope = :scope)
-      AND (l.expires_at IS NULL OR l.expires_at > :now)
+    SELECT * FROM (
+        SELECT l.*, 'disputed' AS queue_reason, 0 AS queue_rank
+        FROM lessons AS l INDEXED BY lessons_by_trust
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.trust = 'disputed' AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'revision', 1
+        FROM lessons AS l INDEXED BY lessons_revisions
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.pending_version IS NOT NULL AND l.status = 'active'
+          AND l.trust NOT IN ('rejected', 'disputed')
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'corroborated', 2
+        FROM lessons AS l INDEXED BY lessons_by_trust
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.trust = 'corroborated' AND l.pending_version IS NULL AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'recurring', 3
+        FROM lessons AS l INDEXED BY lessons_recurring
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.trust = 'candidate' AND l.seen_count >= 2
+          AND l.pending_version IS NULL AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'outside_author', 4
+        FROM lessons AS l INDEXED BY lessons_outside_author
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND json_extract(l.source, '$.author_association') IS NOT NULL
+          AND upper(json_extract(l.source, '$.author_association'))
+              NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR')
+          AND l.trust = 'candidate' AND l.seen_count < 2
+          AND l.pending_version IS NULL AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
 )
-WHERE queue_reason IS NOT NULL
-ORDER BY CASE queue_reason WHEN 'disputed' THEN 0 WHEN 'revision' THEN 1
-         WHEN 'corroborated' THEN 2 WHEN 'recurring' THEN 3 ELSE 4 END,
-         updated_at DESC, pk DESC
+ORDER BY queue_rank, updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: list_lessons
