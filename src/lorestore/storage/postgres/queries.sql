@@ -172,6 +172,7 @@ WHERE owner = ANY(%(owners)s::text[])
   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
   AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE %(state)s::text
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
@@ -190,6 +191,7 @@ WHERE owner = ANY(%(owners)s::text[])
   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
   AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE %(state)s::text
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL

@@ -216,38 +216,48 @@ LIMIT :limit;
 -- name: browse_by_updated
 -- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
 -- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
+-- The page is found in the index that holds its order (migration 0029), the walk stopping at
+-- the limit, and only its lessons are built as records; INDEXED BY because without
+-- statistics the planner takes the other (owner, status) index and sorts every lesson.
+-- status = ... repeats the state's status so that the index can seek on it.
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons INDEXED BY lessons_browse_updated
 WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:scope IS NULL OR scope = :scope)
   AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
   AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND status = CASE :state WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE :state
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
         ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
-  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
   AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
 ORDER BY updated_at DESC, pk DESC
-LIMIT :limit;
+LIMIT :limit)
+ORDER BY updated_at DESC, pk DESC;
 
 -- name: browse_by_seen
 -- As browse_by_updated, most seen (distinct sessions) first.
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons INDEXED BY lessons_browse_seen
 WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:scope IS NULL OR scope = :scope)
   AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
   AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND status = CASE :state WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE :state
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
         ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
-  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
   AND (:after_seen IS NULL OR seen_count < :after_seen
        OR (seen_count = :after_seen AND pk < :after_pk))
 ORDER BY seen_count DESC, pk DESC
-LIMIT :limit;
+LIMIT :limit)
+ORDER BY seen_count DESC, pk DESC;
 
 -- name: search
 -- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first
