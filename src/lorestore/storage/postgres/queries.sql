@@ -286,6 +286,15 @@ WHERE owner = ANY (%(owners)s)
   AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)
 ORDER BY id DESC LIMIT %(limit)s;
 
+-- name: audit_events_at
+-- As audit_events, of one address (see the SQLite twin): seeks the index by address.
+SELECT * FROM audit_log
+WHERE owner = ANY (%(owners)s) AND scope = %(scope)s::text AND key = %(key)s::text
+  AND (%(since)s::timestamptz IS NULL OR at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR at < %(until)s::timestamptz)
+  AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)
+ORDER BY id DESC LIMIT %(limit)s;
+
 -- name: audit_activity
 -- Audit events of these owners since a time, counted by day (UTC) and action.
 SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, action, count(*) AS n

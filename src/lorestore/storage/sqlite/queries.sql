@@ -340,6 +340,17 @@ WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:after_id IS NULL OR id < :after_id)
 ORDER BY id DESC LIMIT :limit;
 
+-- name: audit_events_at
+-- As audit_events, of one address: the equalities let the index by address (owner, scope,
+-- key, id) seek it, where the optional filters above leave the planner walking every event.
+SELECT * FROM audit_log
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND scope = :scope AND key = :key
+  AND (:since IS NULL OR at >= :since)
+  AND (:until IS NULL OR at < :until)
+  AND (:after_id IS NULL OR id < :after_id)
+ORDER BY id DESC LIMIT :limit;
+
 -- name: audit_activity
 -- Audit events of these owners since a time, counted by day (UTC) and action.
 SELECT substr(at, 1, 10) AS day, action, count(*) AS n FROM audit_log
