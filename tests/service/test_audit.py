@@ -160,3 +160,26 @@ def test_audit_verify_exits_non_zero_on_a_broken_chain(
         broken = cli(*args)
         assert broken.exit_code == 1, args
     assert cli("audit", "verify", "--json").json()["chains"][0]["first_break"] == archived.id
+
+
+def test_the_events_of_one_address_are_its_own_paged_newest_first(
+    service: LessonService,
+) -> None:
+    """One address is read by a query of its own (the index by address seeks it): its events
+    only, newest first, paged by the cursor; the same key in another scope and another key in
+    the same scope are not among them, and are found when asked for."""
+    me = local_actor()
+    for n in range(3):
+        service.memory_write(me, WriteParams(scope=S, key="k", value=f"v{n}"))
+    service.memory_write(me, WriteParams(scope=S, key="other", value="x"))
+    service.memory_write(me, WriteParams(scope="repo::acme/lib", key="k", value="y"))
+    first = service.memory_audit(me, AuditParams(scope=S, key="k", limit=2))
+    assert [(e.scope, e.key, e.after_version) for e in first.events] == [(S, "k", 3), (S, "k", 2)]
+    rest = service.memory_audit(
+        me, AuditParams(scope=S, key="k", limit=2, cursor=first.next_cursor)
+    )
+    assert [(e.scope, e.key, e.after_version) for e in rest.events] == [(S, "k", 1)]
+    assert [e.key for e in service.memory_audit(me, AuditParams(scope=S)).events] == [
+        "other", "k", "k", "k"]  # fmt: skip
+    lib = service.memory_audit(me, AuditParams(scope="repo::acme/lib", key="k")).events
+    assert [(e.scope, e.after_version) for e in lib] == [("repo::acme/lib", 1)]

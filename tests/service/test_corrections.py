@@ -270,6 +270,31 @@ def test_review_queue_order_and_contents(service: LessonService) -> None:
     ]
 
 
+def test_review_queue_counts_a_lesson_once_under_its_most_urgent_reason(
+    service: LessonService,
+) -> None:
+    """The queue reads each reason on its own (migration 0029's indexes) and merges them: a
+    lesson fitting two reasons shows once, under the more urgent, and the limit cuts the
+    merged order, not each reason's."""
+    outside = {"author": "octocat", "author_association": "NONE"}
+    write(service, "outside and disputed", key="od", source=outside)
+    service.memory_dispute(AGENT, DisputeParams(scope=S, key="od", reason="wrong"))
+    for s in ("a", "b"):
+        write(service, "outside and seen twice", key="or", source=outside,
+              actor=local_agent(session=s))  # fmt: skip
+    write(service, "outside only", key="oo", source=outside)
+    full = service.memory_review_queue(PERSON, ReviewQueueParams(scope=S)).items
+    assert [(i.reason, i.lesson.key) for i in full] == [
+        ("disputed", "od"),
+        ("recurring", "or"),
+        ("outside_author", "oo"),
+    ]
+    cut = service.memory_review_queue(PERSON, ReviewQueueParams(scope=S, limit=2)).items
+    assert [(i.reason, i.lesson.key) for i in cut] == [("disputed", "od"), ("recurring", "or")]
+    elsewhere = service.memory_review_queue(PERSON, ReviewQueueParams(scope="repo::acme/other"))
+    assert elsewhere.items == []
+
+
 def test_bitemporal_boundaries(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]
     first = write(service, "pg 14", valid_from="2025-01-01", valid_to="2026-01-01").lesson
     clock.advance(days=1)

@@ -111,27 +111,46 @@ SELECT * FROM lessons
 WHERE owner = %(owner)s AND value_digest = %(value_digest)s;
 
 -- name: review_queue
--- What awaits a person, most urgent first (see the SQLite twin for the reasons).
+-- What awaits a person, most urgent first (see the SQLite twin for the reasons); each reason
+-- read on its own from its index (migration 0029) up to the limit, the branches disjoint.
 SELECT * FROM (
-    SELECT l.*, CASE
-        WHEN l.trust = 'disputed' THEN 'disputed'
-        WHEN l.pending_version IS NOT NULL THEN 'revision'
-        WHEN l.trust = 'corroborated' THEN 'corroborated'
-        WHEN l.trust = 'candidate' AND l.seen_count >= 2 THEN 'recurring'
-        WHEN l.trust IN ('candidate', 'corroborated')
-             AND l.source->>'author_association' IS NOT NULL
-             AND upper(l.source->>'author_association') NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR')
-             THEN 'outside_author'
-    END AS queue_reason
-    FROM lessons AS l
-    WHERE l.owner = ANY (%(owners)s) AND l.status = 'active' AND l.trust <> 'rejected'
-      AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
-      AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+    (SELECT l.*, 'disputed' AS queue_reason, 0 AS queue_rank FROM lessons AS l
+        WHERE l.owner = ANY (%(owners)s) AND l.trust = 'disputed' AND l.status = 'active'
+          AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
+          AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT l.*, 'revision', 1 FROM lessons AS l
+        WHERE l.owner = ANY (%(owners)s) AND l.pending_version IS NOT NULL AND l.status = 'active'
+          AND l.trust NOT IN ('rejected', 'disputed')
+          AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
+          AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT l.*, 'corroborated', 2 FROM lessons AS l
+        WHERE l.owner = ANY (%(owners)s) AND l.trust = 'corroborated' AND l.pending_version IS NULL
+          AND l.status = 'active'
+          AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
+          AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT l.*, 'recurring', 3 FROM lessons AS l
+        WHERE l.owner = ANY (%(owners)s) AND l.trust = 'candidate' AND l.seen_count >= 2
+          AND l.pending_version IS NULL AND l.status = 'active'
+          AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
+          AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT l.*, 'outside_author', 4 FROM lessons AS l
+        WHERE l.owner = ANY (%(owners)s) AND (l.source->>'author_association') IS NOT NULL
+          AND upper(l.source->>'author_association') NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR')
+          AND l.trust = 'candidate' AND l.seen_count < 2
+          AND l.pending_version IS NULL AND l.status = 'active'
+          AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
+          AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
 ) AS q
-WHERE queue_reason IS NOT NULL
-ORDER BY CASE queue_reason WHEN 'disputed' THEN 0 WHEN 'revision' THEN 1
-         WHEN 'corroborated' THEN 2 WHEN 'recurring' THEN 3 ELSE 4 END,
-         updated_at DESC, pk DESC
+ORDER BY queue_rank, updated_at DESC, pk DESC
 LIMIT %(limit)s;
 
 -- name: list_lessons
@@ -153,6 +172,7 @@ WHERE owner = ANY(%(owners)s::text[])
   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
   AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE %(state)s::text
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
@@ -171,6 +191,7 @@ WHERE owner = ANY(%(owners)s::text[])
   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
   AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+  AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE %(state)s::text
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
@@ -260,6 +281,15 @@ SELECT * FROM audit_log
 WHERE owner = ANY (%(owners)s)
   AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(key)s::text IS NULL OR key = %(key)s::text)
+  AND (%(since)s::timestamptz IS NULL OR at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR at < %(until)s::timestamptz)
+  AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)
+ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: audit_events_at
+-- As audit_events, of one address (see the SQLite twin): seeks the index by address.
+SELECT * FROM audit_log
+WHERE owner = ANY (%(owners)s) AND scope = %(scope)s::text AND key = %(key)s::text
   AND (%(since)s::timestamptz IS NULL OR at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR at < %(until)s::timestamptz)
   AND (%(after_id)s::bigint IS NULL OR id < %(after_id)s::bigint)

@@ -59,7 +59,11 @@ class TenancyPrimitives(SQLBase):
             "after_id": query.after_id,
             "limit": query.limit,
         }
-        return [audit_from_row(r) for r in self._all("audit_events", params)]
+        if query.scope and query.key:  # one address: equalities its index can seek
+            rows = self._all("audit_events_at", params)
+        else:
+            rows = self._all("audit_events", params)
+        return [audit_from_row(r) for r in rows]
 
     def audit_chain(self, owner: str) -> Iterator[dict[str, Any]]:
         for row in self._exec("audit_chain", {"owner": owner}):

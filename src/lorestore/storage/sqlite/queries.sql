@@ -142,28 +142,64 @@ WHERE owner = :owner AND value_digest = :value_digest;
 
 -- name: review_queue
 -- What awaits a person: disputes, proposed revisions, corroborated and recurring candidates,
--- and unreviewed lessons by outside authors; most urgent first.
+-- and unreviewed lessons by outside authors; most urgent first. Each reason is read on its
+-- own, newest first, from the index holding only its lessons (migration 0029) and up to the
+-- limit, so a page never reads every candidate; the branches are disjoint (a lesson counts
+-- under its most urgent reason) and the merge keeps the order of one query over all.
+-- INDEXED BY: without statistics the planner prefers (owner, status) and reads every lesson.
 SELECT * FROM (
-    SELECT l.*, CASE
-        WHEN l.trust = 'disputed' THEN 'disputed'
-        WHEN l.pending_version IS NOT NULL THEN 'revision'
-        WHEN l.trust = 'corroborated' THEN 'corroborated'
-        WHEN l.trust = 'candidate' AND l.seen_count >= 2 THEN 'recurring'
-        WHEN l.trust IN ('candidate', 'corroborated')
-             AND json_extract(l.source, '$.author_association') IS NOT NULL
-             AND upper(json_extract(l.source, '$.author_association'))
-                 NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR') THEN 'outside_author'
-    END AS queue_reason
-    FROM lessons AS l
-    WHERE l.owner IN (SELECT value FROM json_each(:owners))
-      AND l.status = 'active' AND l.trust != 'rejected'
-      AND (:scope IS NULL OR l.scope = :scope)
-      AND (l.expires_at IS NULL OR l.expires_at > :now)
+    SELECT * FROM (
+        SELECT l.*, 'disputed' AS queue_reason, 0 AS queue_rank
+        FROM lessons AS l INDEXED BY lessons_by_trust
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.trust = 'disputed' AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'revision', 1
+        FROM lessons AS l INDEXED BY lessons_revisions
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.pending_version IS NOT NULL AND l.status = 'active'
+          AND l.trust NOT IN ('rejected', 'disputed')
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'corroborated', 2
+        FROM lessons AS l INDEXED BY lessons_by_trust
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.trust = 'corroborated' AND l.pending_version IS NULL AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'recurring', 3
+        FROM lessons AS l INDEXED BY lessons_recurring
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND l.trust = 'candidate' AND l.seen_count >= 2
+          AND l.pending_version IS NULL AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT l.*, 'outside_author', 4
+        FROM lessons AS l INDEXED BY lessons_outside_author
+        WHERE l.owner IN (SELECT value FROM json_each(:owners))
+          AND json_extract(l.source, '$.author_association') IS NOT NULL
+          AND upper(json_extract(l.source, '$.author_association'))
+              NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR')
+          AND l.trust = 'candidate' AND l.seen_count < 2
+          AND l.pending_version IS NULL AND l.status = 'active'
+          AND (:scope IS NULL OR l.scope = :scope)
+          AND (l.expires_at IS NULL OR l.expires_at > :now)
+        ORDER BY l.updated_at DESC, l.pk DESC LIMIT :limit)
 )
-WHERE queue_reason IS NOT NULL
-ORDER BY CASE queue_reason WHEN 'disputed' THEN 0 WHEN 'revision' THEN 1
-         WHEN 'corroborated' THEN 2 WHEN 'recurring' THEN 3 ELSE 4 END,
-         updated_at DESC, pk DESC
+ORDER BY queue_rank, updated_at DESC, pk DESC
 LIMIT :limit;
 
 -- name: list_lessons
@@ -180,38 +216,48 @@ LIMIT :limit;
 -- name: browse_by_updated
 -- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
 -- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
+-- The page is found in the index that holds its order (migration 0029), the walk stopping at
+-- the limit, and only its lessons are built as records; INDEXED BY because without
+-- statistics the planner takes the other (owner, status) index and sorts every lesson.
+-- status = ... repeats the state's status so that the index can seek on it.
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons INDEXED BY lessons_browse_updated
 WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:scope IS NULL OR scope = :scope)
   AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
   AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND status = CASE :state WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE :state
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
         ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
-  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
   AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
 ORDER BY updated_at DESC, pk DESC
-LIMIT :limit;
+LIMIT :limit)
+ORDER BY updated_at DESC, pk DESC;
 
 -- name: browse_by_seen
 -- As browse_by_updated, most seen (distinct sessions) first.
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons INDEXED BY lessons_browse_seen
 WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:scope IS NULL OR scope = :scope)
   AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
   AND trust != 'rejected' AND (:trust IS NULL OR trust = :trust)
+  AND status = CASE :state WHEN 'archived' THEN 'archived' ELSE 'active' END
   AND CASE :state
         WHEN 'archived' THEN status = 'archived'
         WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
         ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
-  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lesson_docs.tags) AS t
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
   AND (:after_seen IS NULL OR seen_count < :after_seen
        OR (seen_count = :after_seen AND pk < :after_pk))
 ORDER BY seen_count DESC, pk DESC
-LIMIT :limit;
+LIMIT :limit)
+ORDER BY seen_count DESC, pk DESC;
 
 -- name: search
 -- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first
@@ -289,6 +335,17 @@ SELECT * FROM audit_log
 WHERE owner IN (SELECT value FROM json_each(:owners))
   AND (:scope IS NULL OR scope = :scope)
   AND (:key IS NULL OR key = :key)
+  AND (:since IS NULL OR at >= :since)
+  AND (:until IS NULL OR at < :until)
+  AND (:after_id IS NULL OR id < :after_id)
+ORDER BY id DESC LIMIT :limit;
+
+-- name: audit_events_at
+-- As audit_events, of one address: the equalities let the index by address (owner, scope,
+-- key, id) seek it, where the optional filters above leave the planner walking every event.
+SELECT * FROM audit_log
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND scope = :scope AND key = :key
   AND (:since IS NULL OR at >= :since)
   AND (:until IS NULL OR at < :until)
   AND (:after_id IS NULL OR id < :after_id)
