@@ -129,3 +129,25 @@ def test_the_filter_counts_prose_after_quotes_and_code() -> None:
     # The controls: twenty characters of the reviewer's own words are enough, beside code.
     assert judge("Freeze it with the fixture.\n```\nx = 1\n```", **person).kept
     assert judge("Tests failed because the clock is mocked; use the fixture instead", **person).kept
+
+
+def test_every_pattern_has_the_literals_it_cannot_match_without() -> None:
+    """find_secret runs a pattern only on a text holding one of its literals: each example
+    above holds one (a pattern without literals would never run, and this fails)."""
+    from lorestore.core.secrets import _NEEDLES
+
+    assert set(_NEEDLES) == set(SECRET_PATTERNS)
+    for name, text in SECRETS.items():
+        haystack = text.lower() if name == "assigned_secret" else text
+        assert all(any(n in haystack for n in group) for group in _NEEDLES[name]), name
+
+
+def test_an_assignment_is_found_wherever_it_stands_in_a_long_text() -> None:
+    """Assignments are looked for around each `:` and `=` (core/secrets.py): one after a long
+    text, and one of several signs, are still found; short values and prose are not."""
+    long = "the fixture notes: " + "words of a long lesson " * 40
+    assert find_secret(long + "PASSWORD: " + "abcdefghijklmnop") == "assigned_secret"
+    assert find_secret("a=1, b=2, then client-secret = " + "'0123456789abcdef'") == (
+        "assigned_secret"
+    )
+    assert find_secret(long + "key: short") is None  # the control: too short to be a secret
