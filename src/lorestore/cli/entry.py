@@ -7,10 +7,15 @@ one (and ``lorestore hook --help``) goes to the tree."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
+    # pydantic looks for plugins in every installed distribution's entry points when it
+    # builds its first model (importlib.metadata: 10-40 ms of every start); lorestore uses
+    # none. Only this process's own default: a user's setting is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = sys.argv[1:]
     if args == ["--version"]:  # the command tree and its models cost ~0.2 s to import
         from lorestore import __version__

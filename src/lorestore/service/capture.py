@@ -10,22 +10,25 @@ import json
 import logging
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorestore.auth.actor import AGENT_PERMISSIONS, Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
 from lorestore.core.scope import parse_scope
-from lorestore.ingest.contents import file_blob
-from lorestore.ingest.events import Comment, Ignored, Ping, Resolved, admit, repository
-from lorestore.ingest.keys import signed_by
-from lorestore.ingest.models import DeliveryResult
-from lorestore.ingest.signal import judge
 from lorestore.models import WriteParams
 from lorestore.service.corrections import check_tombstone
 from lorestore.service.writes import WriteOperations
-from lorestore.storage.protocol import Transaction
-from lorestore.storage.webhooks import WebhookRecord
+
+if TYPE_CHECKING:
+    from lorestore.ingest.events import Comment, Resolved
+    from lorestore.ingest.models import DeliveryResult
+    from lorestore.storage.protocol import Transaction
+    from lorestore.storage.webhooks import WebhookRecord
+
+# lorestore.ingest (GitHub's events, the signal filter, the contents API) is imported by the
+# methods that take a delivery: every service carries this mixin, and a one-shot command or a
+# hook never receives one.
 
 LOG = logging.getLogger("lorestore.webhook")
 # Refusals a write makes before it changes anything: the delivery still counts, as that outcome.
@@ -85,6 +88,8 @@ class CaptureOperations(WriteOperations):
 
     def _signers(self, d: Delivery) -> list[WebhookRecord]:
         """The webhooks whose secret (or previous secret, within its grace) signed the body."""
+        from lorestore.ingest.keys import signed_by
+
         assert d.signature is not None
         now = self._now()
         with self.store.transaction(write=False) as tx:  # no actor yet: the definer lookup
@@ -101,6 +106,8 @@ class CaptureOperations(WriteOperations):
     def _unbound(
         self, hook: WebhookRecord, d: Delivery, payload: dict[str, Any]
     ) -> tuple[int, DeliveryResult]:
+        from lorestore.ingest.events import repository
+
         repo = (repository(payload) or ("", ""))[0]
         LOG.warning(
             "webhook delivery %r: repository %r is not bound by webhook %s (%s)",
@@ -136,6 +143,9 @@ class CaptureOperations(WriteOperations):
     def _apply_once(
         self, hook: WebhookRecord, d: Delivery, payload: dict[str, Any]
     ) -> tuple[int, DeliveryResult]:
+        from lorestore.ingest.events import Comment, Ignored, Ping, Resolved, admit
+        from lorestore.ingest.models import DeliveryResult
+
         admission = admit(d.event, payload)
         # GitHub is asked before the transaction opens: no lock is held while it answers.
         blob = self._blob(admission) if isinstance(admission, Comment) else None
@@ -169,6 +179,8 @@ class CaptureOperations(WriteOperations):
         sender_type: str | None,
         blob: str | None,
     ) -> tuple[int, str, list[str]]:
+        from lorestore.ingest.signal import judge
+
         verdict = judge(c.body, author_type=c.author_type, sender_type=sender_type)
         if verdict.secret is not None:
             detail = {
@@ -218,6 +230,8 @@ class CaptureOperations(WriteOperations):
         token = self.webhooks.github_token
         if token is None or c.path is None or c.commit is None:
             return None
+        from lorestore.ingest.contents import file_blob
+
         return file_blob(self.webhooks.github_api, token, c.repo, c.path, c.commit)
 
     def _resolved(
@@ -250,6 +264,8 @@ def _binding(
 ) -> WebhookRecord | None:
     """The webhook, among those whose secret signed the delivery, that binds its repository
     (the repository's own before its account's); for an account's ping, the account's."""
+    from lorestore.ingest.events import repository
+
     found = repository(payload)
     if found is None:
         org = payload.get("organization")
