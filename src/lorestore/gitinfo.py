@@ -87,21 +87,31 @@ def git_context(cwd: str | Path) -> GitContext | None:
 
 
 def _read_context(cwd: str | Path) -> GitContext | None:
-    root = _git(cwd, "rev-parse", "--show-toplevel")
-    if root is None:
-        return None
-    remote = _git(cwd, "remote", "get-url", "origin")
+    # One process for the root, HEAD's full ref name and its commit: a recall or a hook
+    # starts two git processes, not four. It fails as a whole before the first commit (HEAD
+    # resolves to nothing), where each is asked on its own.
+    # (--symbolic-full-name applies to the arguments after it.)
+    both = _git(cwd, "rev-parse", "--show-toplevel", "HEAD", "--symbolic-full-name", "HEAD")
+    lines = both.splitlines() if both is not None else []
+    if len(lines) == 3:
+        root, revision, head = lines
+    else:
+        found = _git(cwd, "rev-parse", "--show-toplevel")
+        if found is None:
+            return None
+        root, head, revision = found, _git(cwd, "symbolic-ref", "-q", "HEAD"), None
+    remote = _git(cwd, "remote", "get-url", "origin")  # with the user's url.*.insteadOf
     if remote is None:  # no origin: a checkout's only remote, whatever its name
         remotes = (_git(cwd, "remote") or "").split()
         remote = _git(cwd, "remote", "get-url", remotes[0]) if len(remotes) == 1 else None
-    # The branch's own name: `rev-parse --abbrev-ref` says "heads/x" when a tag is named x too.
-    head = _git(cwd, "symbolic-ref", "-q", "HEAD")
+    # The branch's own name: `rev-parse --abbrev-ref` says "heads/x" when a tag is named x
+    # too; a detached HEAD's full name is "HEAD": no branch.
     branch = head.removeprefix("refs/heads/") if head and head.startswith("refs/heads/") else None
     return GitContext(
         root=root,
         repo=repo_from_remote(remote) if remote else None,
         branch=branch or None,
-        revision=_git(cwd, "rev-parse", "HEAD"),
+        revision=revision or None,
     )
 
 

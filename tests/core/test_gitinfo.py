@@ -1,10 +1,16 @@
-"""What git says about a working directory: owner/name from a remote URL."""
+"""What git says about a working directory: owner/name from a remote URL; the root, branch
+and commit of a work tree, and how many git processes it takes to learn them."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import shutil
+from pathlib import Path
 
-from lorestore.gitinfo import repo_from_remote
+import pytest
+from tests.gitrepo import git, make_work_tree
+
+from lorestore.gitinfo import GitContext, _read_context, repo_from_remote
 
 
 @pytest.mark.parametrize(
@@ -43,3 +49,50 @@ def test_repo_from_remote_keeps_a_name_that_only_ends_like_git() -> None:
 )
 def test_repo_from_remote_reads_the_path_not_the_host(url: str, repo: str | None) -> None:
     assert repo_from_remote(url) == repo
+
+
+def _counting_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that logs each invocation, then runs the real one."""
+    real = shutil.which("git")
+    assert real is not None
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    log = tmp_path / "git.log"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_a_context_is_read_with_two_git_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_work_tree(tmp_path, monkeypatch)
+    head = git(root, "rev-parse", "HEAD")
+    log = _counting_git(tmp_path, monkeypatch)
+    context = _read_context(root / "tests")
+    assert context == GitContext(root=str(root), repo="example/app", branch="main", revision=head)
+    assert len(log.read_text().splitlines()) == 2  # the root, HEAD and its name; the remote
+
+
+def test_a_detached_head_has_its_commit_and_no_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_work_tree(tmp_path, monkeypatch)
+    git(root, "checkout", "-q", "--detach")
+    context = _read_context(root)
+    assert context is not None
+    assert (context.branch, context.revision) == (None, git(root, "rev-parse", "HEAD"))
+
+
+def test_before_the_first_commit_the_branch_is_known_and_no_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "new"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "trunk")
+    git(root, "remote", "add", "origin", "git@github.com:Example/New.git")
+    assert _read_context(root) == GitContext(
+        root=str(root), repo="example/new", branch="trunk", revision=None
+    )
+    assert _read_context(tmp_path) is None  # the control: outside any work tree
