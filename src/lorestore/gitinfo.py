@@ -93,6 +93,8 @@ def _read_context(cwd: str | Path) -> GitContext | None:
     # (--symbolic-full-name applies to the arguments after it.)
     both = _git(cwd, "rev-parse", "--show-toplevel", "HEAD", "--symbolic-full-name", "HEAD")
     lines = both.splitlines() if both is not None else []
+    head: str | None
+    revision: str | None
     if len(lines) == 3:
         root, revision, head = lines
     else:

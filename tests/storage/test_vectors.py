@@ -25,7 +25,13 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.semantic.index import pack
-from lorestore.semantic.model import DIMENSIONS, MODEL_NAME, Embedder
+from lorestore.semantic.model import (
+    DIMENSIONS,
+    MODEL_NAME,
+    Embedder,
+    _package_version,
+    availability,
+)
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.protocol import Store
@@ -118,6 +124,7 @@ def test_another_models_vector_is_re_embedded(service: LessonService, store: Sto
 
 
 def test_switched_off_no_vector_is_written_and_recall_says_lexical(home: Path) -> None:
+    _package_version.cache_clear()
     store = SQLiteStore(home / "lexical.db", semantic=False)
     try:
         service = LessonService(store)
@@ -129,6 +136,11 @@ def test_switched_off_no_vector_is_written_and_recall_says_lexical(home: Path) -
         assert explained.context["retrieval"] == result.context.retrieval
         with store.transaction(write=False) as tx:
             assert tx.retrieval_model() is None and tx.count_lessons_to_embed() == 0
+        # Nor was the package's metadata read (25-75 ms of a hook's start): the model's
+        # version is asked for only where it can run, as the control shows.
+        assert _package_version.cache_info().currsize == 0
+        assert availability(True).version == Embedder(_package_version()).version
+        assert _package_version.cache_info().currsize == 1
     finally:
         store.close()
 

@@ -237,6 +237,7 @@ class Vectors:
     @classmethod
     def open(cls, enabled: bool = True) -> Vectors | None:
         state: Availability = availability(enabled)
-        if not state.installed or state.version is None:
+        version = state.version if state.installed else None
+        if version is None:
             return None
-        return cls(Embedder(state.version))
+        return cls(Embedder(version))

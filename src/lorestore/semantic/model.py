@@ -4,6 +4,7 @@ model is loaded on first use (about half a second) and kept for the process."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import re
@@ -40,9 +41,15 @@ def embedding_text(tags: tuple[str, ...] | list[str], value: str) -> str:
 class Availability:
     """Whether hybrid retrieval can run in this process, and why not when it cannot."""
 
-    installed: bool
-    version: str | None  # the wordllama package's version
+    installed: bool  # it can run: the extra is installed and switched on
     reason: str | None = None  # why retrieval is lexical only
+    present: bool = False  # the extra is installed, switched on or not
+
+    @property
+    def version(self) -> str | None:
+        """The wordllama package's version, read from its metadata on first use: a process
+        with the extra switched off (a hook, a lexical store) never pays for the read."""
+        return _package_version() if self.present else None
 
     @property
     def model(self) -> str | None:
@@ -50,13 +57,18 @@ class Availability:
 
 
 def availability(enabled: bool = True) -> Availability:
-    """Cheap (no import of the model): whether the extra is installed and switched on."""
+    """Cheap (no import of the model, no read of package metadata): whether the extra is
+    installed and switched on."""
     if importlib.util.find_spec(PACKAGE) is None:
-        return Availability(False, None, f"the semantic extra is not installed ({INSTALL_HINT})")
-    version = importlib.metadata.version(PACKAGE)
+        return Availability(False, f"the semantic extra is not installed ({INSTALL_HINT})")
     if not enabled:
-        return Availability(False, version, "switched off (LORESTORE_SEMANTIC=off)")
-    return Availability(True, version)
+        return Availability(False, "switched off (LORESTORE_SEMANTIC=off)", present=True)
+    return Availability(True, present=True)
+
+
+@functools.cache
+def _package_version() -> str:
+    return importlib.metadata.version(PACKAGE)
 
 
 class Embedder:
