@@ -3,11 +3,15 @@ maintenance plan for an entry point. Nothing outside ``storage/`` opens a store 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lorestore.config import Settings, sqlite_path
 from lorestore.core.errors import LorestoreError
 from lorestore.service import LessonService
-from lorestore.service.maintenance import SweepPlan
 from lorestore.storage.protocol import Store
+
+if TYPE_CHECKING:  # the sweeps' models load with serve and maintain, not with every command
+    from lorestore.service.maintenance import SweepPlan
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -80,6 +84,8 @@ def build_service(settings: Settings, *, local_files: bool = False) -> LessonSer
 
 def sweep_plan(settings: Settings) -> SweepPlan:
     """The maintenance sweeps LORESTORE_PURGE_EXPIRED and the retentions switch on."""
+    from lorestore.service.maintenance import SweepPlan
+
     return SweepPlan(
         purge_expired=settings.purge_expired,
         archive_retention_days=settings.archive_retention_days,

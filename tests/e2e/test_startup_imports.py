@@ -141,3 +141,17 @@ def test_the_semantic_model_loads_for_a_recall_with_a_task_not_in_a_hook(home: P
     hooked = _loaded(home, ["hook", "prompt", "--host", "claude-code"], stdin=prompt)
     assert "lorestore.service" in hooked  # it did recall
     assert _present(hooked, semantic) == []
+
+
+def test_a_session_start_hook_loads_neither_the_capture_nor_the_sweeps(home: Path) -> None:
+    """The GitHub capture's event parsing and filters and the maintenance sweeps' models are
+    loaded by the service methods that use them, not by every process that opens a store."""
+    start = json.dumps(
+        {"session_id": "s2", "hook_event_name": "SessionStart", "cwd": str(home.parent)}
+    )
+    hooked = _loaded(home, ["hook", "session-start", "--host", "claude-code"], stdin=start)
+    assert "lorestore.service.recall" in hooked  # the control: it recalled
+    later = ("lorestore.ingest.events", "lorestore.ingest.signal", "lorestore.service.maintenance")
+    assert _present(hooked, later) == []
+    swept = _loaded(home, ["maintain"])  # the control: a command that runs the sweeps
+    assert _present(swept, ("lorestore.service.maintenance",)) == ["lorestore.service.maintenance"]
