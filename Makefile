@@ -10,7 +10,7 @@ CHROMIUM ?= /usr/bin/chromium
 
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: run install test test-fast lint format bench eval clean help
+.PHONY: run install compile test test-fast lint format bench eval clean help
 
 help:
 	@echo "make run    install into $(VENV) and serve lorestore over HTTP (MCP + REST) on the embedded store"
@@ -32,18 +32,24 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
+# An editable install runs the checkout's sources: their byte code is written here, so a
+# start (every hook a host runs) does not compile every module again where the environment
+# sets PYTHONDONTWRITEBYTECODE. Quick when nothing changed; a changed file is recompiled.
+compile: $(RUN_STAMP)
+	@$(BIN)/python -m compileall -q src >/dev/null
+
 # The semantic extra too: the tests of hybrid retrieval run with its model (offline).
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	@touch $@ $(RUN_STAMP)
 
 # Prints the URL and, on first start only, an admin token (shown once, stored hashed).
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) compile
 	@echo "The lorestore command is $(abspath $(BIN))/lorestore; \`make install\` puts it on your PATH."
 	@$(BIN)/lorestore serve
 
 # A link, not a copy: the command keeps running this checkout's virtual environment.
-install: $(RUN_STAMP)
+install: $(RUN_STAMP) compile
 	@mkdir -p "$(BINDIR)"
 	@ln -sf "$(abspath $(BIN))/lorestore" "$(BINDIR)/lorestore"
 	@echo "linked $(BINDIR)/lorestore -> $(abspath $(BIN))/lorestore"
