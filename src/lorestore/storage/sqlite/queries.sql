@@ -277,24 +277,28 @@ LIMIT :limit;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
--- and the active ones by trust.
-SELECT owner, scope,
-       sum(status = 'active' AND trust != 'rejected'
-           AND (expires_at IS NULL OR expires_at > :now)) AS active,
-       sum(status = 'archived') AS archived,
-       sum(status = 'active' AND trust != 'rejected'
-           AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
-       sum(status = 'active' AND trust = 'rejected') AS rejected,
-       sum(status = 'active' AND trust = 'candidate'
-           AND (expires_at IS NULL OR expires_at > :now)) AS candidate,
-       sum(status = 'active' AND trust = 'corroborated'
-           AND (expires_at IS NULL OR expires_at > :now)) AS corroborated,
-       sum(status = 'active' AND trust = 'verified'
-           AND (expires_at IS NULL OR expires_at > :now)) AS verified,
-       sum(status = 'active' AND trust = 'disputed'
-           AND (expires_at IS NULL OR expires_at > :now)) AS disputed
-FROM lessons WHERE owner IN (SELECT value FROM json_each(:owners))
-GROUP BY owner, scope ORDER BY scope, owner;
+-- and the active ones by trust. The counters of migration 0030 hold every lesson but expiry
+-- (it depends on the time): the expired ones, not yet purged by the sweep, are found through
+-- lessons_expiring and moved from their trust's count to the expired bucket.
+SELECT t.owner, t.scope,
+       t.candidate + t.corroborated + t.verified + t.disputed - coalesce(e.expired, 0)
+           AS active,
+       t.archived, coalesce(e.expired, 0) AS expired, t.rejected,
+       t.candidate - coalesce(e.candidate, 0) AS candidate,
+       t.corroborated - coalesce(e.corroborated, 0) AS corroborated,
+       t.verified - coalesce(e.verified, 0) AS verified,
+       t.disputed - coalesce(e.disputed, 0) AS disputed
+FROM scope_tallies AS t
+LEFT JOIN (SELECT owner, scope, count(*) AS expired, sum(trust = 'candidate') AS candidate,
+                  sum(trust = 'corroborated') AS corroborated,
+                  sum(trust = 'verified') AS verified, sum(trust = 'disputed') AS disputed
+           FROM lessons INDEXED BY lessons_expiring
+           WHERE owner IN (SELECT value FROM json_each(:owners))
+             AND expires_at IS NOT NULL AND expires_at <= :now
+             AND status = 'active' AND trust != 'rejected'
+           GROUP BY owner, scope) AS e ON e.owner = t.owner AND e.scope = t.scope
+WHERE t.owner IN (SELECT value FROM json_each(:owners))
+ORDER BY t.scope, t.owner;
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
@@ -352,9 +356,10 @@ WHERE owner IN (SELECT value FROM json_each(:owners))
 ORDER BY id DESC LIMIT :limit;
 
 -- name: audit_activity
--- Audit events of these owners since a time, counted by day (UTC) and action.
-SELECT substr(at, 1, 10) AS day, action, count(*) AS n FROM audit_log
-WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+-- Audit events of these owners since the start of a day (UTC), counted by day and action:
+-- read from the per-day counters of migration 0030, one row per owner, day and action.
+SELECT day, action, sum(events) AS n FROM audit_day_counts
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND day >= substr(:since, 1, 10)
 GROUP BY day, action;
 
 -- name: recall_activity
