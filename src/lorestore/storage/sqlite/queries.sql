@@ -238,6 +238,27 @@ ORDER BY updated_at DESC, pk DESC
 LIMIT :limit)
 ORDER BY updated_at DESC, pk DESC;
 
+-- name: browse_by_trust
+-- As browse_by_updated, of one trust: the page is found in lessons_by_trust (owner, trust,
+-- updated_at), which holds only that trust's lessons in the page's order, so a trust few
+-- lessons have (disputed) is not looked for among every lesson of the owner.
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons INDEXED BY lessons_by_trust
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND trust = :trust AND trust != 'rejected'
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
+  AND CASE :state
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+  AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
+ORDER BY updated_at DESC, pk DESC
+LIMIT :limit)
+ORDER BY updated_at DESC, pk DESC;
+
 -- name: browse_by_seen
 -- As browse_by_updated, most seen (distinct sessions) first.
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
