@@ -657,14 +657,16 @@ VALUES (:recall_id, :owner, :at, :actor, :context, :offered, :held);
 
 -- name: recent_recalls
 -- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
--- those that offered or held it.
+-- those that offered or held it (instr first: a recall whose text does not hold the id at all
+-- is passed over without parsing its lists, each up to a hundred entries).
 SELECT * FROM recall_log
 WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
   AND (:lesson_id IS NULL
-       OR EXISTS (SELECT 1 FROM json_each(recall_log.offered) AS o
-                  WHERE json_extract(o.value, '$.lesson_id') = :lesson_id)
-       OR EXISTS (SELECT 1 FROM json_each(recall_log.held) AS h
-                  WHERE json_extract(h.value, '$.lesson_id') = :lesson_id))
+       OR (instr(recall_log.offered, :lesson_id) + instr(recall_log.held, :lesson_id) > 0
+           AND (EXISTS (SELECT 1 FROM json_each(recall_log.offered) AS o
+                        WHERE json_extract(o.value, '$.lesson_id') = :lesson_id)
+                OR EXISTS (SELECT 1 FROM json_each(recall_log.held) AS h
+                           WHERE json_extract(h.value, '$.lesson_id') = :lesson_id))))
 ORDER BY at DESC, recall_id DESC
 LIMIT :limit;
 
