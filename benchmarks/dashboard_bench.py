@@ -91,7 +91,15 @@ def review_work(service: LessonService) -> dict[str, str]:
     for n in range(200):
         task = f"bench task {n} {target.value.split()[0]}"
         recall_id = service.memory_recall(me, RecallParams(project="p0", task=task)).recall_id
-    return {"key": target.key, "recall_id": recall_id, "word": target.value.split()[0]}
+    # The first word is in every lesson of the corpus ("Lesson N: ..."): a search for it ranks
+    # all of them. The last word of the target is a vocabulary word, in a fraction of them.
+    rare = target.value.rstrip(".").split()[-1]
+    return {
+        "key": target.key,
+        "recall_id": recall_id,
+        "word": target.value.split()[0],
+        "rare": rare,
+    }
 
 
 def pages(work: dict[str, str]) -> dict[str, str]:
@@ -102,6 +110,7 @@ def pages(work: dict[str, str]) -> dict[str, str]:
         "lessons (prefix, seen)": "/lessons?scope=project::&sort=seen",
         "lessons (prefix, trust)": "/lessons?scope=project::&trust=disputed",
         "lessons (search)": f"/lessons?scope=project::&q={work['word']}",
+        "lessons (search, rarer word)": f"/lessons?scope=project::&q={work['rare']}",
         "lesson": f"/lesson?scope={SCOPE}&key={key}",
         "review": "/review",
         "recall": f"/recall?id={work['recall_id']}",
@@ -143,20 +152,26 @@ def measure(service: LessonService, ops: int, warmup: int) -> list[Stats]:
     return [Stats("dashboard", "server", name, 0, s) for name, s in samples.items()]
 
 
-def postgres_copy(sqlite_db: Path, admin: str) -> tuple[str, str]:
-    """A throwaway database on ``admin``'s server, set up by ``db init`` and filled by
-    ``lorestore migrate`` from the SQLite corpus; returns its name and the app role's URL."""
+def postgres_copy(sqlite_db: Path, admin: str, keep: str | None = None) -> tuple[str, str]:
+    """A database on ``admin``'s server, set up by ``db init`` and filled by ``lorestore
+    migrate`` from the SQLite corpus (throwaway, or named ``keep`` and kept: a database of that
+    name that exists already is only brought to this code's migrations, not filled again);
+    returns its name and the app role's URL."""
     import psycopg
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from lorestore.storage.postgres.setup import init_database
 
-    name = f"lorestore_bench_{uuid.uuid4().hex[:12]}"
+    name = keep or f"lorestore_bench_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if found is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     params = conninfo_to_dict(admin) | {"dbname": name}
     report = init_database(make_conninfo(**params))
+    if found is not None:
+        return name, report.app_url
     host = params.get("host", "127.0.0.1")
     port = params.get("port", "5432")
     target = f"postgresql://{params.get('user', 'postgres')}@{host}:{port}/{name}"
@@ -186,6 +201,11 @@ def main() -> None:
     p.add_argument("--ops", type=int, default=200, help="timed views of each page (200)")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--postgres", help="a superuser URL: measure PostgreSQL instead of SQLite")
+    p.add_argument(
+        "--database",
+        help="with --postgres: the corpus's database, kept after the run and reused by the "
+        "next (created and filled if missing; brought to this code's migrations if not)",
+    )
     args = p.parse_args()
     with progress() as prog:
         src, load = cached_db(Workload(args.size, 1, 0), prog)
@@ -195,7 +215,9 @@ def main() -> None:
         if args.postgres:
             from lorestore.storage.postgres import PostgresStore
 
-            dropped, app_url = postgres_copy(db, args.postgres)
+            dropped, app_url = postgres_copy(db, args.postgres, args.database)
+            if args.database:
+                dropped = None
             service = LessonService(PostgresStore(app_url, max_size=4))
             backend = "postgresql"
         else:

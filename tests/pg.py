@@ -45,6 +45,8 @@ TENANT_TABLES = frozenset(
         "recall_log",
         "scope_policies",
         "owner_stats",
+        "scope_tallies",
+        "audit_day_counts",
         "tokens",
         "invites",
         "scope_bindings",

@@ -219,7 +219,10 @@ class Transaction(WebhookTransaction, Protocol):
         """Served lessons in the given (owner, scope) pairs matching any of the words, most
         relevant first."""
 
-    def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]: ...
+    def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
+        """Per (owner, scope) holding a lesson: its lessons by state and the active ones by
+        trust, read from the counters the store keeps as lessons change (and the lessons
+        expired by ``now`` but not yet purged), never from every lesson."""
 
     def archived_before(self, owner: str, cutoff: str, limit: int) -> list[StoredLesson]: ...
 
@@ -378,8 +381,9 @@ class Transaction(WebhookTransaction, Protocol):
     def activity(
         self, owners: Sequence[str], since: str
     ) -> tuple[list[tuple[str, str, int]], list[tuple[str, int, int]]]:
-        """Since ``since``, by day (``YYYY-MM-DD``, UTC): the audit events of these owners
-        per action ``(day, action, count)``, and their recalls ``(day, recalls, held)``."""
+        """Since ``since``, the start of a day (UTC), by day (``YYYY-MM-DD``): the audit
+        events of these owners per action ``(day, action, count)``, counted per day as they
+        are appended, and their recalls ``(day, recalls, held)``."""
 
     def recent_recalls(
         self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int

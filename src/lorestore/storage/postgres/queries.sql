@@ -217,28 +217,30 @@ ORDER BY hit.score DESC, l.pk;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
--- and the active ones by trust.
-SELECT owner, scope,
-       count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
-                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)) AS active,
-       count(*) FILTER (WHERE status = 'archived') AS archived,
-       count(*) FILTER (WHERE status = 'active' AND trust <> 'rejected'
-                        AND expires_at <= %(now)s::timestamptz) AS expired,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'rejected') AS rejected,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'candidate'
-                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
-           AS candidate,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'corroborated'
-                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
-           AS corroborated,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'verified'
-                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
-           AS verified,
-       count(*) FILTER (WHERE status = 'active' AND trust = 'disputed'
-                        AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz))
-           AS disputed
-FROM lessons WHERE owner = ANY (%(owners)s) GROUP BY owner, scope
-ORDER BY scope COLLATE "C", owner COLLATE "C";
+-- and the active ones by trust. The counters of migration 0030 hold every lesson but expiry
+-- (it depends on the time): the expired ones, not yet purged by the sweep, are found through
+-- lessons_expiring and moved from their trust's count to the expired bucket.
+SELECT t.owner, t.scope,
+       t.candidate + t.corroborated + t.verified + t.disputed - coalesce(e.expired, 0)
+           AS active,
+       t.archived, coalesce(e.expired, 0) AS expired, t.rejected,
+       t.candidate - coalesce(e.candidate, 0) AS candidate,
+       t.corroborated - coalesce(e.corroborated, 0) AS corroborated,
+       t.verified - coalesce(e.verified, 0) AS verified,
+       t.disputed - coalesce(e.disputed, 0) AS disputed
+FROM scope_tallies AS t
+LEFT JOIN (SELECT owner, scope, count(*) AS expired,
+                  count(*) FILTER (WHERE trust = 'candidate') AS candidate,
+                  count(*) FILTER (WHERE trust = 'corroborated') AS corroborated,
+                  count(*) FILTER (WHERE trust = 'verified') AS verified,
+                  count(*) FILTER (WHERE trust = 'disputed') AS disputed
+           FROM lessons
+           WHERE owner = ANY (%(owners)s) AND expires_at IS NOT NULL
+             AND expires_at <= %(now)s::timestamptz
+             AND status = 'active' AND trust <> 'rejected'
+           GROUP BY owner, scope) AS e ON e.owner = t.owner AND e.scope = t.scope
+WHERE t.owner = ANY (%(owners)s)
+ORDER BY t.scope COLLATE "C", t.owner COLLATE "C";
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
@@ -296,11 +298,12 @@ WHERE owner = ANY (%(owners)s) AND scope = %(scope)s::text AND key = %(key)s::te
 ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: audit_activity
--- Audit events of these owners since a time, counted by day (UTC) and action.
-SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, action, count(*) AS n
-FROM audit_log
-WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
-GROUP BY 1, 2;
+-- Audit events of these owners since the start of a day (UTC), counted by day and action:
+-- read from the per-day counters of migration 0030, one row per owner, day and action.
+SELECT day, action, sum(events) AS n FROM audit_day_counts
+WHERE owner = ANY (%(owners)s)
+  AND day >= to_char(%(since)s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+GROUP BY day, action;
 
 -- name: recall_activity
 -- Recalls of these owners since a time, and the lessons they held, by day (UTC).

@@ -75,6 +75,11 @@ class SQLiteTransaction(SQLTransaction):
         self._conn: sqlite3.Connection = conn
         self._bulk = bulk
 
+    def _browse_by_trust(self, params: dict[str, Any]) -> list[Any]:
+        # Without statistics SQLite's planner takes the browse's own index and walks every
+        # lesson of the owner to find a trust few have; browse_by_trust names lessons_by_trust.
+        return self._all("browse_by_trust", params)
+
     def _inserted(self, name: str, params: Any) -> int:
         key = self._conn.execute(Q[name], params).lastrowid
         assert key is not None

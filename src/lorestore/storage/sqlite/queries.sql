@@ -238,6 +238,27 @@ ORDER BY updated_at DESC, pk DESC
 LIMIT :limit)
 ORDER BY updated_at DESC, pk DESC;
 
+-- name: browse_by_trust
+-- As browse_by_updated, of one trust: the page is found in lessons_by_trust (owner, trust,
+-- updated_at), which holds only that trust's lessons in the page's order, so a trust few
+-- lessons have (disputed) is not looked for among every lesson of the owner.
+SELECT pk, value_digest, pending_version, doc FROM lesson_docs
+WHERE pk IN (SELECT pk FROM lessons INDEXED BY lessons_by_trust
+WHERE owner IN (SELECT value FROM json_each(:owners))
+  AND trust = :trust AND trust != 'rejected'
+  AND (:scope IS NULL OR scope = :scope)
+  AND (:prefix IS NULL OR substr(scope, 1, length(:prefix)) = :prefix)
+  AND CASE :state
+        WHEN 'archived' THEN status = 'archived'
+        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now
+        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > :now) END
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(lessons.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+  AND (:after_at IS NULL OR updated_at < :after_at OR (updated_at = :after_at AND pk < :after_pk))
+ORDER BY updated_at DESC, pk DESC
+LIMIT :limit)
+ORDER BY updated_at DESC, pk DESC;
+
 -- name: browse_by_seen
 -- As browse_by_updated, most seen (distinct sessions) first.
 SELECT pk, value_digest, pending_version, doc FROM lesson_docs
@@ -277,24 +298,28 @@ LIMIT :limit;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
--- and the active ones by trust.
-SELECT owner, scope,
-       sum(status = 'active' AND trust != 'rejected'
-           AND (expires_at IS NULL OR expires_at > :now)) AS active,
-       sum(status = 'archived') AS archived,
-       sum(status = 'active' AND trust != 'rejected'
-           AND expires_at IS NOT NULL AND expires_at <= :now) AS expired,
-       sum(status = 'active' AND trust = 'rejected') AS rejected,
-       sum(status = 'active' AND trust = 'candidate'
-           AND (expires_at IS NULL OR expires_at > :now)) AS candidate,
-       sum(status = 'active' AND trust = 'corroborated'
-           AND (expires_at IS NULL OR expires_at > :now)) AS corroborated,
-       sum(status = 'active' AND trust = 'verified'
-           AND (expires_at IS NULL OR expires_at > :now)) AS verified,
-       sum(status = 'active' AND trust = 'disputed'
-           AND (expires_at IS NULL OR expires_at > :now)) AS disputed
-FROM lessons WHERE owner IN (SELECT value FROM json_each(:owners))
-GROUP BY owner, scope ORDER BY scope, owner;
+-- and the active ones by trust. The counters of migration 0030 hold every lesson but expiry
+-- (it depends on the time): the expired ones, not yet purged by the sweep, are found through
+-- lessons_expiring and moved from their trust's count to the expired bucket.
+SELECT t.owner, t.scope,
+       t.candidate + t.corroborated + t.verified + t.disputed - coalesce(e.expired, 0)
+           AS active,
+       t.archived, coalesce(e.expired, 0) AS expired, t.rejected,
+       t.candidate - coalesce(e.candidate, 0) AS candidate,
+       t.corroborated - coalesce(e.corroborated, 0) AS corroborated,
+       t.verified - coalesce(e.verified, 0) AS verified,
+       t.disputed - coalesce(e.disputed, 0) AS disputed
+FROM scope_tallies AS t
+LEFT JOIN (SELECT owner, scope, count(*) AS expired, sum(trust = 'candidate') AS candidate,
+                  sum(trust = 'corroborated') AS corroborated,
+                  sum(trust = 'verified') AS verified, sum(trust = 'disputed') AS disputed
+           FROM lessons INDEXED BY lessons_expiring
+           WHERE owner IN (SELECT value FROM json_each(:owners))
+             AND expires_at IS NOT NULL AND expires_at <= :now
+             AND status = 'active' AND trust != 'rejected'
+           GROUP BY owner, scope) AS e ON e.owner = t.owner AND e.scope = t.scope
+WHERE t.owner IN (SELECT value FROM json_each(:owners))
+ORDER BY t.scope, t.owner;
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
@@ -352,9 +377,10 @@ WHERE owner IN (SELECT value FROM json_each(:owners))
 ORDER BY id DESC LIMIT :limit;
 
 -- name: audit_activity
--- Audit events of these owners since a time, counted by day (UTC) and action.
-SELECT substr(at, 1, 10) AS day, action, count(*) AS n FROM audit_log
-WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+-- Audit events of these owners since the start of a day (UTC), counted by day and action:
+-- read from the per-day counters of migration 0030, one row per owner, day and action.
+SELECT day, action, sum(events) AS n FROM audit_day_counts
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND day >= substr(:since, 1, 10)
 GROUP BY day, action;
 
 -- name: recall_activity
@@ -631,14 +657,16 @@ VALUES (:recall_id, :owner, :at, :actor, :context, :offered, :held);
 
 -- name: recent_recalls
 -- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
--- those that offered or held it.
+-- those that offered or held it (instr first: a recall whose text does not hold the id at all
+-- is passed over without parsing its lists, each up to a hundred entries).
 SELECT * FROM recall_log
 WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
   AND (:lesson_id IS NULL
-       OR EXISTS (SELECT 1 FROM json_each(recall_log.offered) AS o
-                  WHERE json_extract(o.value, '$.lesson_id') = :lesson_id)
-       OR EXISTS (SELECT 1 FROM json_each(recall_log.held) AS h
-                  WHERE json_extract(h.value, '$.lesson_id') = :lesson_id))
+       OR (instr(recall_log.offered, :lesson_id) + instr(recall_log.held, :lesson_id) > 0
+           AND (EXISTS (SELECT 1 FROM json_each(recall_log.offered) AS o
+                        WHERE json_extract(o.value, '$.lesson_id') = :lesson_id)
+                OR EXISTS (SELECT 1 FROM json_each(recall_log.held) AS h
+                           WHERE json_extract(h.value, '$.lesson_id') = :lesson_id))))
 ORDER BY at DESC, recall_id DESC
 LIMIT :limit;
 
