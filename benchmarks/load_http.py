@@ -184,7 +184,7 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def report(
-    phase: Phase, tally: Tally, elapsed: float, complete: bool, cpu: float | None
+    phase: Phase, tally: Tally, elapsed: float, complete: bool, cpu: float | None, mine: float
 ) -> dict[str, Any]:
     everything = [x for samples in tally.latencies.values() for x in samples]
     per_request = None if cpu is None or not everything else cpu / len(everything) * 1e6
@@ -198,6 +198,8 @@ def report(
         "seconds": round(elapsed, 2),
         "throughput_rps": round(len(everything) / elapsed, 1),
         "server_cpu_us_per_request": None if per_request is None else round(per_request),
+        # The load generator's own CPU (this process): the other half of the machine's work.
+        "client_cpu_us_per_request": round(mine / max(1, len(everything)) * 1e6),
         "all": percentiles(everything),
         **{
             kind: {"count": len(samples), **percentiles(samples)}
@@ -213,8 +215,8 @@ def print_table(backend: str, results: list[dict[str, Any]], calibration: list[f
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(f"{backend} on {machine}; calibration {calibration[0]} -> {calibration[1]} µs")
     print(
-        "| phase | clients | requests | req/s | server CPU µs/req | kind | p50 ms | p95 ms "
-        "| p99 ms | errors |"
+        "| phase | clients | requests | req/s | CPU µs/req server / client | kind | p50 ms "
+        "| p95 ms | p99 ms | errors |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for result in results:
@@ -224,7 +226,8 @@ def print_table(backend: str, results: list[dict[str, Any]], calibration: list[f
             cells = " | ".join(f"{result[kind][p]:.1f}" for p in ("p50_ms", "p95_ms", "p99_ms"))
             print(
                 f"| {result['phase']}{flag} | {result['clients']} | {result['requests']} | "
-                f"{result['throughput_rps']} | {result['server_cpu_us_per_request']} | "
+                f"{result['throughput_rps']} | {result['server_cpu_us_per_request']} / "
+                f"{result['client_cpu_us_per_request']} | "
                 f"{kind} | {cells} | {result['errors']} |"
             )
 
@@ -281,11 +284,11 @@ def main() -> None:
             for phase in phases:
                 mine, tokens = tokens[: phase.clients], tokens[phase.clients :]
                 run = drive(url, mine, phase, args.seed_lessons, args.time_limit)
-                cpu_before = cpu_seconds(server.pid)
+                cpu_before, mine = cpu_seconds(server.pid), time.process_time()
                 outcome = asyncio.run(run)
-                cpu_after = cpu_seconds(server.pid)
+                cpu_after, mine = cpu_seconds(server.pid), time.process_time() - mine
                 cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-                results.append(report(phase, *outcome, cpu))
+                results.append(report(phase, *outcome, cpu, mine))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
