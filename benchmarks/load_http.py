@@ -11,6 +11,7 @@ whose cores the load generator shares, the figure its load disturbs least.
     .venv/bin/python benchmarks/load_http.py --phases one,reads  # some of them
     .venv/bin/python benchmarks/load_http.py --json              # machine-readable
     .venv/bin/python benchmarks/load_http.py --postgres URL      # PostgreSQL (the app role)
+    .venv/bin/python benchmarks/load_http.py --client raw        # a lighter load generator
 """
 
 from __future__ import annotations
@@ -148,10 +149,55 @@ async def client(n: int, url: str, token: str, phase: Phase, seeded: int, tally:
                 tally.errors.append(f"{kind} {response.status_code} {response.text[:120]}")
 
 
-async def drive(url: str, tokens: list[str], phase: Phase, seeded: int, limit: float) -> Any:
+async def raw_client(n: int, url: str, token: str, phase: Phase, seeded: int, tally: Tally) -> None:
+    """``client`` with HTTP/1.1 written and read by hand on one keep-alive connection: a
+    load generator that costs the machine a fraction of httpx's CPU, so that on a machine
+    whose cores it shares, more of them are left to the server (as wrk would)."""
+    rng = random.Random(n)
+    host, _, port = url.removeprefix("http://").partition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    head = (
+        f"Host: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Lorestore-Session: bench-{n}\r\nContent-Type: application/json\r\n"
+    )
+    try:
+        for i in range(phase.requests):
+            kind, body = request_for(phase, rng, n, i, seeded)
+            data = json.dumps(body).encode()
+            started = time.perf_counter()
+            writer.write(
+                f"POST /api/v1/memory_{kind} HTTP/1.1\r\n{head}Content-Length: {len(data)}"
+                "\r\n\r\n".encode()
+                + data
+            )
+            status, answer = await read_response(reader)
+            tally.latencies[kind].append(time.perf_counter() - started)
+            if status != 200:
+                tally.errors.append(f"{kind} {status} {answer[:120]!r}")
+    finally:
+        writer.close()
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """The status and body of one response (the server always sends Content-Length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return int(lines[0].split()[1]), await reader.readexactly(length)
+
+
+async def drive(
+    url: str, tokens: list[str], phase: Phase, seeded: int, limit: float, raw: bool = False
+) -> Any:
     tally = Tally()
     started = time.perf_counter()
-    tasks = [client(n, url, tokens[n], phase, seeded, tally) for n in range(phase.clients)]
+    one = raw_client if raw else client
+    tasks = [one(n, url, tokens[n], phase, seeded, tally) for n in range(phase.clients)]
     try:
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=limit)
         complete = True
@@ -252,6 +298,12 @@ def main() -> None:
         "--postgres",
         help="a PostgreSQL URL, the app role's (default: embedded SQLite)",
     )
+    parser.add_argument(
+        "--client",
+        choices=["httpx", "raw"],
+        default="httpx",
+        help="httpx (as remote mode sends), or raw: HTTP/1.1 by hand, a lighter generator",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
@@ -268,6 +320,7 @@ def main() -> None:
         for p in phases
     ]
     backend = "postgresql" if args.database_url else "sqlite (embedded)"
+    backend += f", {args.client} clients"
     results, calibration = [], [calibration_us()]
     with tempfile.TemporaryDirectory(prefix="lorestore-load-") as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
@@ -283,7 +336,9 @@ def main() -> None:
             url = f"http://{HOST}:{port}"
             for phase in phases:
                 mine, tokens = tokens[: phase.clients], tokens[phase.clients :]
-                run = drive(url, mine, phase, args.seed_lessons, args.time_limit)
+                run = drive(
+                    url, mine, phase, args.seed_lessons, args.time_limit, args.client == "raw"
+                )
                 cpu_before, mine = cpu_seconds(server.pid), time.process_time()
                 outcome = asyncio.run(run)
                 cpu_after, mine = cpu_seconds(server.pid), time.process_time() - mine
