@@ -3,12 +3,15 @@ PostgreSQL with --database-url), in three phases against one server: one client 
 one reused connection (``one``: the latency a remote-mode tool call pays), 16 concurrent
 clients reading (``reads``), and 16 clients mixing writes and searches (``mixed``). Each
 client has its own write token (one agent per token). A fixed number of requests and a time
-limit per phase; reports throughput, p50/p95/p99 per kind and the error count, which must be
-zero.
+limit per phase; reports throughput, p50/p95/p99 per kind, the error count, which must be
+zero, and the server process's CPU time (user + system, from /proc) per request: on a machine
+whose cores the load generator shares, the figure its load disturbs least.
 
     .venv/bin/python benchmarks/load_http.py                     # all three phases
     .venv/bin/python benchmarks/load_http.py --phases one,reads  # some of them
     .venv/bin/python benchmarks/load_http.py --json              # machine-readable
+    .venv/bin/python benchmarks/load_http.py --postgres URL      # PostgreSQL (the app role)
+    .venv/bin/python benchmarks/load_http.py --client raw        # a lighter load generator
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import platform
 import random
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +88,9 @@ def prepare(env: dict[str, str], clients: int, seed_lessons: int) -> list[str]:
         for n in range(clients)
     ]
     service.store.close()
+    # wordllama (the semantic extra) sets the root logger to INFO on import, and httpx2
+    # would then log every request of the load: the generator's own cost, not the server's.
+    logging.getLogger().setLevel(logging.WARNING)
     return tokens
 
 
@@ -141,16 +149,77 @@ async def client(n: int, url: str, token: str, phase: Phase, seeded: int, tally:
                 tally.errors.append(f"{kind} {response.status_code} {response.text[:120]}")
 
 
-async def drive(url: str, tokens: list[str], phase: Phase, seeded: int, limit: float) -> Any:
+async def raw_client(n: int, url: str, token: str, phase: Phase, seeded: int, tally: Tally) -> None:
+    """``client`` with HTTP/1.1 written and read by hand on one keep-alive connection: a
+    load generator that costs the machine a fraction of httpx's CPU, so that on a machine
+    whose cores it shares, more of them are left to the server (as wrk would)."""
+    rng = random.Random(n)
+    host, _, port = url.removeprefix("http://").partition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    head = (
+        f"Host: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Lorestore-Session: bench-{n}\r\nContent-Type: application/json\r\n"
+    )
+    try:
+        for i in range(phase.requests):
+            kind, body = request_for(phase, rng, n, i, seeded)
+            data = json.dumps(body).encode()
+            started = time.perf_counter()
+            writer.write(
+                f"POST /api/v1/memory_{kind} HTTP/1.1\r\n{head}Content-Length: {len(data)}"
+                "\r\n\r\n".encode()
+                + data
+            )
+            status, answer = await read_response(reader)
+            tally.latencies[kind].append(time.perf_counter() - started)
+            if status != 200:
+                tally.errors.append(f"{kind} {status} {answer[:120]!r}")
+    finally:
+        writer.close()
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """The status and body of one response (the server always sends Content-Length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return int(lines[0].split()[1]), await reader.readexactly(length)
+
+
+async def drive(
+    url: str, tokens: list[str], phase: Phase, seeded: int, limit: float, raw: bool = False
+) -> Any:
     tally = Tally()
     started = time.perf_counter()
-    tasks = [client(n, url, tokens[n], phase, seeded, tally) for n in range(phase.clients)]
+    one = raw_client if raw else client
+    tasks = [one(n, url, tokens[n], phase, seeded, tally) for n in range(phase.clients)]
     try:
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=limit)
         complete = True
     except TimeoutError:
         complete = False
     return tally, time.perf_counter() - started, complete
+
+
+def calibration_us() -> float:
+    """µs per ``sum(range(1000))``, best of 20: how fast the machine is right now."""
+    best = min(timeit.repeat("sum(range(1000))", number=2000, repeat=20))
+    return round(best / 2000 * 1e6, 1)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    # After the command's name: state is field 3; utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -160,8 +229,11 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"p50_ms": cuts[49] * 1000, "p95_ms": cuts[94] * 1000, "p99_ms": cuts[98] * 1000}
 
 
-def report(phase: Phase, tally: Tally, elapsed: float, complete: bool) -> dict[str, Any]:
+def report(
+    phase: Phase, tally: Tally, elapsed: float, complete: bool, cpu: float | None, mine: float
+) -> dict[str, Any]:
     everything = [x for samples in tally.latencies.values() for x in samples]
+    per_request = None if cpu is None or not everything else cpu / len(everything) * 1e6
     return {
         "phase": phase.name,
         "clients": phase.clients,
@@ -171,6 +243,9 @@ def report(phase: Phase, tally: Tally, elapsed: float, complete: bool) -> dict[s
         "write_share": phase.write_share,
         "seconds": round(elapsed, 2),
         "throughput_rps": round(len(everything) / elapsed, 1),
+        "server_cpu_us_per_request": None if per_request is None else round(per_request),
+        # The load generator's own CPU (this process): the other half of the machine's work.
+        "client_cpu_us_per_request": round(mine / max(1, len(everything)) * 1e6),
         "all": percentiles(everything),
         **{
             kind: {"count": len(samples), **percentiles(samples)}
@@ -182,11 +257,14 @@ def report(phase: Phase, tally: Tally, elapsed: float, complete: bool) -> dict[s
     }
 
 
-def print_table(backend: str, results: list[dict[str, Any]]) -> None:
+def print_table(backend: str, results: list[dict[str, Any]], calibration: list[float]) -> None:
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"{backend} on {machine}")
-    print("| phase | clients | requests | req/s | kind | p50 ms | p95 ms | p99 ms | errors |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"{backend} on {machine}; calibration {calibration[0]} -> {calibration[1]} µs")
+    print(
+        "| phase | clients | requests | req/s | CPU µs/req server / client | kind | p50 ms "
+        "| p95 ms | p99 ms | errors |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for result in results:
         flag = "" if result["complete"] else " (INCOMPLETE: time limit)"
         kinds = [k for k in ("read", "write", "search") if k in result]
@@ -194,7 +272,9 @@ def print_table(backend: str, results: list[dict[str, Any]]) -> None:
             cells = " | ".join(f"{result[kind][p]:.1f}" for p in ("p50_ms", "p95_ms", "p99_ms"))
             print(
                 f"| {result['phase']}{flag} | {result['clients']} | {result['requests']} | "
-                f"{result['throughput_rps']} | {kind} | {cells} | {result['errors']} |"
+                f"{result['throughput_rps']} | {result['server_cpu_us_per_request']} / "
+                f"{result['client_cpu_us_per_request']} | "
+                f"{kind} | {cells} | {result['errors']} |"
             )
 
 
@@ -213,7 +293,17 @@ def main() -> None:
     parser.add_argument("--write-share", type=float, default=0.3, help="of the mixed phase")
     parser.add_argument("--seed-lessons", type=int, default=2000)
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds a phase")
-    parser.add_argument("--database-url", help="a PostgreSQL URL (default: embedded SQLite)")
+    parser.add_argument(
+        "--database-url",
+        "--postgres",
+        help="a PostgreSQL URL, the app role's (default: embedded SQLite)",
+    )
+    parser.add_argument(
+        "--client",
+        choices=["httpx", "raw"],
+        default="httpx",
+        help="httpx (as remote mode sends), or raw: HTTP/1.1 by hand, a lighter generator",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
@@ -230,7 +320,8 @@ def main() -> None:
         for p in phases
     ]
     backend = "postgresql" if args.database_url else "sqlite (embedded)"
-    results = []
+    backend += f", {args.client} clients"
+    results, calibration = [], [calibration_us()]
     with tempfile.TemporaryDirectory(prefix="lorestore-load-") as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
         env.update(LORESTORE_HOME=home, LORESTORE_MAINTENANCE_HOURS="off")
@@ -245,15 +336,23 @@ def main() -> None:
             url = f"http://{HOST}:{port}"
             for phase in phases:
                 mine, tokens = tokens[: phase.clients], tokens[phase.clients :]
-                run = drive(url, mine, phase, args.seed_lessons, args.time_limit)
-                results.append(report(phase, *asyncio.run(run)))
+                run = drive(
+                    url, mine, phase, args.seed_lessons, args.time_limit, args.client == "raw"
+                )
+                cpu_before, mine = cpu_seconds(server.pid), time.process_time()
+                outcome = asyncio.run(run)
+                cpu_after, mine = cpu_seconds(server.pid), time.process_time() - mine
+                cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+                results.append(report(phase, *outcome, cpu, mine))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
+    calibration.append(calibration_us())
     if args.json:
-        print(json.dumps({"backend": backend, "phases": results}, indent=2))
+        document = {"backend": backend, "calibration_us": calibration, "phases": results}
+        print(json.dumps(document, indent=2))
     else:
-        print_table(backend, results)
+        print_table(backend, results, calibration)
     if any(r["errors"] or not r["complete"] for r in results):
         raise SystemExit(1)
 

@@ -26,6 +26,7 @@ from lorestore.models import (
     WriteParams,
 )
 from lorestore.service import LessonService
+from lorestore.service.budget import lease_size
 
 PERSON = local_actor()
 APP = "repo::acme/app"
@@ -226,13 +227,48 @@ def test_rate_limit_per_token_with_retry_after(store, clock) -> None:  # type: i
 
 @pytest.mark.fresh_database  # renames token_usage away
 def test_rate_limiter_fails_closed(store, clock) -> None:  # type: ignore[no-untyped-def]
-    service = LessonService(store, clock=clock)
+    service = LessonService(store, clock=clock)  # the default 600 a minute: leases of 30
     token = mint(service).token
     assert service.authenticate(token).principal == "user:local"  # positive control
     break_table(store, "token_usage")
-    with pytest.raises(LorestoreError) as err:
+    for _ in range(lease_size(600) - 1):  # reserved, and counted, before the break
+        assert service.authenticate(token).principal == "user:local"
+    with pytest.raises(LorestoreError) as err:  # the next reservation cannot be counted
         service.authenticate(token)
     assert err.value.code == "storage_error"  # refused, and said to be the store's failure
+
+
+def test_a_limit_taken_in_leases_is_exact_in_one_process(store, clock) -> None:  # type: ignore[no-untyped-def]
+    service = LessonService(store, clock=clock, rate_limit=100)  # leases of 5
+    busy, other = mint(service).token, mint(service).token
+    for _ in range(100):
+        service.authenticate(busy)
+    with pytest.raises(LorestoreError) as err:
+        service.authenticate(busy)
+    assert err.value.code == "rate_limited"
+    assert service.authenticate(other).principal == "user:local"  # another token's budget
+    clock.advance(minutes=1)
+    assert service.authenticate(busy).principal == "user:local"  # a new window
+
+
+def test_a_limit_holds_across_processes_sharing_the_store(store, clock) -> None:  # type: ignore[no-untyped-def]
+    """Two services on one store (two server processes): each reserves leases in the same
+    counter, so together they never pass the limit, and each is refused at most a lease's
+    worth early."""
+    first = LessonService(store, clock=clock, rate_limit=100)
+    second = LessonService(store, clock=clock, rate_limit=100)
+    token = mint(first).token
+    served = {id(first): 0, id(second): 0}
+    for turn in range(300):
+        service = (first, second)[turn % 2 if turn < 60 else 1]
+        try:
+            service.authenticate(token)
+        except LorestoreError as exc:
+            assert exc.code == "rate_limited"
+            continue
+        served[id(service)] += 1
+    assert 100 - (lease_size(100) - 1) <= sum(served.values()) <= 100
+    assert min(served.values()) >= 25  # both served: the positive control
 
 
 def test_a_token_cannot_outlive_its_creator(service: LessonService, clock) -> None:  # type: ignore[no-untyped-def]

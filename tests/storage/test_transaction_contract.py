@@ -245,7 +245,9 @@ def test_a_rate_window_counts_and_restarts(store: Store) -> None:
         tx.insert_token(token, "i" * 64)
         counts = [tx.count_request(token.id, OWNER, AT) for _ in range(3)]
         assert counts == [1, 2, 3]
+        assert tx.count_request(token.id, OWNER, AT, 30) == 33  # a lease of 30 at once
         assert tx.count_request(token.id, OWNER, LATER) == 1  # a new window
+        assert tx.count_request(token.id, OWNER, AT, 5) == 5  # the next: restarts with a lease
 
 
 def test_a_binding_sees_the_scopes_other_owners_hold(store: Store) -> None:

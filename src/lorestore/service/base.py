@@ -15,6 +15,7 @@ from lorestore.core.scope import parse_scope
 from lorestore.core.validation import validate_key
 from lorestore.ingest.keys import SecretBox
 from lorestore.service.audit import AuditChain, lesson_entry
+from lorestore.service.budget import Leases
 from lorestore.storage.protocol import Binding, Store, StoredLesson, Transaction
 
 Clock = Callable[[], datetime]
@@ -86,6 +87,7 @@ class ServiceBase:
         self.clock = clock
         self.corroborate_at = corroborate_at
         self.rate_limit = rate_limit  # requests per token per minute; None: unlimited
+        self.leases = Leases()  # of that budget, what this process has reserved (budget.py)
 
     def _now(self) -> str:
         return format_ts(self.clock())

@@ -32,6 +32,7 @@ from lorestore.models import (
     TokenRevokeParams,
 )
 from lorestore.service.base import ServiceBase, bounded
+from lorestore.service.budget import granted, lease_size
 from lorestore.storage.protocol import TokenRecord
 
 TOUCH_INTERVAL = timedelta(minutes=1)
@@ -225,18 +226,23 @@ class TokenOperations(ServiceBase):
         return _info(tokens[ident])
 
     def _count_request(self, record: TokenRecord, now: datetime) -> None:
-        """Record the use and enforce the per-token budget. Fails closed: when the count
-        cannot be taken, the request is refused rather than let through."""
-        window = now.replace(second=0, microsecond=0)
+        """Record the use and enforce the per-token budget (``service/budget.py``: taken from
+        the store in leases). Fails closed: when the count cannot be taken, the request is
+        refused rather than let through."""
+        window_start = now.replace(second=0, microsecond=0)
+        window = format_ts(window_start)
+        touch = record.last_used_at is None or record.last_used_at < format_ts(now - TOUCH_INTERVAL)
+        limit = self.rate_limit
+        leased = bool(limit) and self.leases.take(record.id, window)
+        if not touch and (leased or not limit):
+            return
+        reserve = 0 if leased or not limit else lease_size(limit)
         try:
             with self.store.transaction(write=True, actor=record.principal) as tx:
-                count = (
-                    tx.count_request(record.id, record.principal, format_ts(window))
-                    if self.rate_limit
-                    else 0
+                total = (
+                    tx.count_request(record.id, record.principal, window, reserve) if reserve else 0
                 )
-                stale = format_ts(now - TOUCH_INTERVAL)
-                if record.last_used_at is None or record.last_used_at < stale:
+                if touch:
                     tx.touch_token(record.id, format_ts(now))
         except LorestoreError as exc:
             if exc.code == "busy":
@@ -244,14 +250,19 @@ class TokenOperations(ServiceBase):
             raise _budget_unchecked(exc.message) from exc
         except Exception as exc:  # the store's own refusals included: never fail open
             raise _budget_unchecked(str(exc)) from exc
-        if self.rate_limit and count > self.rate_limit:
-            retry_after = max(1, int((window + timedelta(minutes=1) - now).total_seconds()))
-            raise LorestoreError(
-                "rate_limited",
-                f"this token made more than {self.rate_limit} requests this minute",
-                hint=f"retry after {retry_after} s",
-                details={"retry_after": retry_after, "limit": self.rate_limit},
-            )
+        if not reserve or not limit:
+            return
+        allowed = granted(reserve, total, limit)
+        if allowed:
+            self.leases.keep(record.id, window, allowed - 1)  # this request takes one
+            return
+        retry_after = max(1, int((window_start + timedelta(minutes=1) - now).total_seconds()))
+        raise LorestoreError(
+            "rate_limited",
+            f"this token made more than {limit} requests this minute",
+            hint=f"retry after {retry_after} s",
+            details={"retry_after": retry_after, "limit": limit},
+        )
 
     def authenticate(self, token: str, *, session: str | None = None) -> Actor:
         """The actor a presented bearer token stands for; ``unauthenticated`` otherwise."""

@@ -330,8 +330,10 @@ class Transaction(WebhookTransaction, Protocol):
     def store_setting(self, name: str) -> str | None:
         """A setting of the store as a whole (not of a tenant): ``id_secret``."""
 
-    def count_request(self, token_id: str, principal: str, window: str) -> int:
-        """Count one request in the token's window starting at ``window``; the count so far."""
+    def count_request(self, token_id: str, principal: str, window: str, requests: int = 1) -> int:
+        """Count ``requests`` more in the token's window starting at ``window`` (a new window
+        restarts the count); the count so far. The service reserves its requests in leases
+        (``service/budget.py``)."""
 
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int

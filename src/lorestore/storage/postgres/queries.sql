@@ -474,11 +474,13 @@ SELECT s.active_lessons, s.stored_bytes, s.max_active, s.max_bytes,
 FROM cap_defaults AS d LEFT JOIN owner_stats AS s ON s.owner = %(owner)s;
 
 -- name: count_request
--- Count one request against a token's fixed window; a new window restarts the count.
+-- Count n requests (a lease, service/budget.py) against a token's fixed window; a new
+-- window restarts the count.
 INSERT INTO token_usage AS u (token_id, principal, window_start, requests)
-VALUES (%(token_id)s::uuid, %(principal)s, %(window)s::timestamptz, 1)
+VALUES (%(token_id)s::uuid, %(principal)s, %(window)s::timestamptz, %(n)s::integer)
 ON CONFLICT (token_id) DO UPDATE SET
-    requests = CASE WHEN u.window_start = excluded.window_start THEN u.requests + 1 ELSE 1 END,
+    requests = CASE WHEN u.window_start = excluded.window_start
+        THEN u.requests + excluded.requests ELSE excluded.requests END,
     window_start = excluded.window_start
 RETURNING requests;
 

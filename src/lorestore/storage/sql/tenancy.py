@@ -182,8 +182,8 @@ class TenancyPrimitives(SQLBase):
         row = self._one("store_setting", {"name": name})
         return None if row is None else str(row["value"])
 
-    def count_request(self, token_id: str, principal: str, window: str) -> int:
-        params = {"token_id": token_id, "principal": principal, "window": window}
+    def count_request(self, token_id: str, principal: str, window: str, requests: int = 1) -> int:
+        params = {"token_id": token_id, "principal": principal, "window": window, "n": requests}
         row = self._one("count_request", params)
         assert row is not None
         return int(row["requests"])

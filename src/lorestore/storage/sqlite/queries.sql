@@ -585,10 +585,12 @@ SELECT s.active_lessons, s.stored_bytes, s.max_active, s.max_bytes,
 FROM cap_defaults AS d LEFT JOIN owner_stats AS s ON s.owner = :owner;
 
 -- name: count_request
--- Count one request against a token's fixed window; a new window restarts the count.
-INSERT INTO token_usage (token_id, window_start, requests) VALUES (:token_id, :window, 1)
+-- Count n requests (a lease, service/budget.py) against a token's fixed window; a new
+-- window restarts the count.
+INSERT INTO token_usage (token_id, window_start, requests) VALUES (:token_id, :window, :n)
 ON CONFLICT (token_id) DO UPDATE SET
-    requests = CASE WHEN window_start = excluded.window_start THEN requests + 1 ELSE 1 END,
+    requests = CASE WHEN window_start = excluded.window_start THEN requests + excluded.requests
+        ELSE excluded.requests END,
     window_start = excluded.window_start
 RETURNING requests;
 

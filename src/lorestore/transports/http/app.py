@@ -32,7 +32,7 @@ from lorestore.transports.http.errors import error_response
 from lorestore.transports.http.limits import BodyLimit
 from lorestore.transports.http.logs import REQUEST_LOG, RequestLog
 from lorestore.transports.http.openapi import openapi_document
-from lorestore.transports.http.rest import rest_routes
+from lorestore.transports.http.rest import rest_routes, self_authenticating
 from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
 from lorestore.transports.http.webhook import webhook_routes
@@ -140,7 +140,14 @@ def _middleware(service: LessonService, settings: Settings) -> list[Middleware]:
     # The dashboard's pages authenticate by their session cookie (web/app.py), the LoreKit
     # mount by its own (it also takes LoreKit's ?token= form); every other path by its bearer
     # token.
-    stack.append(Middleware(BearerAuth, service=service, passthrough=_authenticates_itself))
+    stack.append(
+        Middleware(
+            BearerAuth,
+            service=service,
+            passthrough=_authenticates_itself,
+            deferred=self_authenticating(),
+        )
+    )
     return stack
 
 

@@ -1,11 +1,17 @@
 """REST routes generated from the catalog: ``POST /api/v1/<operation>`` with the arguments as a
 JSON body for every operation on the "rest" surface, and ``GET`` with query parameters for the
-read-only ones. Each answers the result model as JSON, or the error body with its status."""
+read-only ones. Each answers the result model as JSON, or the error body with its status.
+
+The request's body (or query) is read on the event loop; the token's lookup (``authenticated``),
+the arguments' validation, the operation and the result's JSON then run in one worker-thread
+call, in that order: a request that is not authenticated is refused before its arguments are
+looked at, as before."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 
 import anyio
 from pydantic import ValidationError
@@ -18,44 +24,62 @@ from lorestore.core.errors import LorestoreError
 from lorestore.models import Params
 from lorestore.operations import Operation, invalid_arguments, on_surface
 from lorestore.service import LessonService
-from lorestore.transports.http.auth import actor_of
+from lorestore.transports.http.auth import authenticated
 from lorestore.transports.http.errors import error_response
 from lorestore.transports.http.logs import OPERATION_KEY
 from lorestore.transports.http.openapi import is_array, params_schema, route_path
 
 
+def _methods(op: Operation) -> list[str]:
+    return ["POST"] if op.mutates else ["GET", "POST"]
+
+
+def _operations() -> list[Operation]:
+    return [op for op in on_surface("rest") if not op.streaming]  # streaming.py: the others
+
+
 def rest_routes(service: LessonService) -> list[Route]:
     return [
-        Route(
-            route_path(op),
-            _endpoint(op, service),
-            methods=["POST"] if op.mutates else ["GET", "POST"],
-            name=op.name,
-        )
-        for op in on_surface("rest")
-        if not op.streaming  # export and import: transports/http/streaming.py
+        Route(route_path(op), _endpoint(op, service), methods=_methods(op), name=op.name)
+        for op in _operations()
     ]
 
 
+def self_authenticating() -> Callable[[str, str], bool]:
+    """Whether a request (method, path) is one a REST route serves, whose endpoint looks its
+    token up itself (``BearerAuth`` checks its form only). Any other method or path (a 404,
+    a 405) is authenticated by ``BearerAuth`` before the router answers, as it always was."""
+    served = {
+        (method, route_path(op))
+        for op in _operations()
+        for method in [*_methods(op), *(["HEAD"] if "GET" in _methods(op) else [])]
+    }
+    return lambda method, path: (method, path) in served
+
+
 def _endpoint(op: Operation, service: LessonService) -> Callable[[Request], Awaitable[Response]]:
+    def run(scope: MutableMapping[str, Any], arguments: bytes | dict[str, object]) -> str:
+        actor = authenticated(scope, service)  # first: refused before the arguments are read
+        params = op.parse(arguments) if isinstance(arguments, dict) else _params(op, arguments)
+        return op.invoke(service, actor, params).model_dump_json()
+
     async def endpoint(request: Request) -> Response:
         request.scope[OPERATION_KEY] = op.name
         try:
-            actor = actor_of(request.scope)
-            params = await _params(op, request)
-            result = await anyio.to_thread.run_sync(op.invoke, service, actor, params)
+            if request.method in ("GET", "HEAD"):
+                arguments: bytes | dict[str, object] = query_arguments(op, request.query_params)
+            else:
+                arguments = await request.body()
+            result = await anyio.to_thread.run_sync(run, request.scope, arguments)
         except LorestoreError as error:
             return error_response(error, request.scope)
-        return Response(result.model_dump_json(), media_type="application/json")
+        return Response(result, media_type="application/json")
 
     endpoint.__name__ = op.name
     return endpoint
 
 
-async def _params(op: Operation, request: Request) -> Params:
-    if request.method in ("GET", "HEAD"):
-        return op.parse(query_arguments(op, request.query_params))
-    body = await request.body()
+def _params(op: Operation, body: bytes) -> Params:
     raw = body.strip() or b"{}"
     try:
         return op.params.model_validate_json(raw)
