@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import Any
 
 from lorestore.core.jsontext import dumps
+from lorestore.core.rarity import rarity_scores
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import Dependency
 from lorestore.storage.protocol import RecallRecord, RecallRow
@@ -51,14 +52,26 @@ def gather_recall(
     rung the newest and the newest trusted lessons, each lesson once."""
     found: dict[str, RecallRow] = {}
     if text_params is not None and addresses:
-        for hit in recall_rows(fetch("recall_by_text", text_params)):
-            found[hit.head.id] = hit
+        rows = fetch("recall_by_text", text_params)
+        for hit, score in zip(recall_rows(rows), text_scores(rows), strict=True):
+            found[hit.head.id] = hit._replace(score=score)
     for owner, scope in addresses:
         rung = {"owner": owner, "scope": scope, "limit": limit}
         for name in ("recall_recent", "recall_trusted"):
             for hit in recall_rows(fetch(name, rung)):
                 found.setdefault(hit.head.id, hit)
     return list(found.values())
+
+
+def text_scores(rows: Sequence[RowLike]) -> list[float]:
+    """Each full-text hit's score: the store's own (SQLite's BM25), or, where the query
+    returns each word's rank alone (PostgreSQL's ``term_ranks``: ``ts_rank_cd`` knows no word
+    rarity), those ranks weighed by each word's rarity among these hits (core/rarity.py)."""
+    if not rows:
+        return []
+    if "term_ranks" in rows[0].keys():  # noqa: SIM118 (a sqlite3.Row's `in` looks at values)
+        return rarity_scores([row["term_ranks"] for row in rows])
+    return [float(row["score"]) for row in rows]
 
 
 def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
