@@ -1,0 +1,26 @@
+"""Word rarity for PostgreSQL's full-text scores (core/rarity.py): a word few hits hold counts
+more than one most hold; with one word, or words all hits hold alike, the ranks keep their
+order."""
+
+from __future__ import annotations
+
+from lorestore.core.rarity import rarity_scores
+
+
+def test_a_rare_word_outweighs_a_common_one() -> None:
+    # word 0 held by every hit, strongly (say, in the key); word 1 by one hit, weakly
+    common = [[1.6, 0.0]] * 8
+    rare = [[0.0, 0.3]]
+    scores = rarity_scores([*common, *rare])
+    assert scores[-1] > max(scores[:-1]) > 0
+
+
+def test_one_word_keeps_the_order_of_the_ranks() -> None:
+    scores = rarity_scores([[0.4], [0.9], [0.1]])
+    assert sorted(range(3), key=lambda i: -scores[i]) == [1, 0, 2]
+    assert min(scores) > 0  # a word every hit holds still counts
+
+
+def test_no_hits_and_no_words() -> None:
+    assert rarity_scores([]) == []
+    assert rarity_scores([[], []]) == [0.0, 0.0]
