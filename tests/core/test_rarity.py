@@ -24,3 +24,14 @@ def test_one_word_keeps_the_order_of_the_ranks() -> None:
 def test_no_hits_and_no_words() -> None:
     assert rarity_scores([]) == []
     assert rarity_scores([[], []]) == [0.0, 0.0]
+
+
+def test_copies_of_one_key_up_the_ladder_count_once() -> None:
+    # word 1 is held by three copies of one key (branch, repo, global) and by nothing else;
+    # word 0 by two other lessons: counted by key, word 1 is the rarer
+    ranks = [[0.0, 0.3], [0.0, 0.3], [0.0, 0.3], [0.3, 0.0], [0.3, 0.0]]
+    keys = ["rounding", "rounding", "rounding", "convert", "report"]
+    by_key = rarity_scores(ranks, keys)
+    assert by_key[0] > by_key[3]
+    by_hit = rarity_scores(ranks)
+    assert by_hit[0] < by_hit[3]  # counted hit by hit, the copies made it look common

@@ -70,7 +70,7 @@ def text_scores(rows: Sequence[RowLike]) -> list[float]:
     if not rows:
         return []
     if "term_ranks" in rows[0].keys():  # noqa: SIM118 (a sqlite3.Row's `in` looks at values)
-        return rarity_scores([row["term_ranks"] for row in rows])
+        return rarity_scores([row["term_ranks"] for row in rows], [row["key"] for row in rows])
     return [float(row["score"]) for row in rows]
 
 
