@@ -53,8 +53,12 @@ def gather_recall(
     found: dict[str, RecallRow] = {}
     if text_params is not None and addresses:
         rows = fetch("recall_by_text", text_params)
-        for hit, score in zip(recall_rows(rows), text_scores(rows), strict=True):
-            found[hit.head.id] = hit._replace(score=score)
+        hits = recall_rows(rows)
+        scores = text_scores(rows)
+        if scores is not None:
+            hits = [hit._replace(score=score) for hit, score in zip(hits, scores, strict=True)]
+        for hit in hits:
+            found[hit.head.id] = hit
     for owner, scope in addresses:
         rung = {"owner": owner, "scope": scope, "limit": limit}
         for name in ("recall_recent", "recall_trusted"):
@@ -63,15 +67,14 @@ def gather_recall(
     return list(found.values())
 
 
-def text_scores(rows: Sequence[RowLike]) -> list[float]:
-    """Each full-text hit's score: the store's own (SQLite's BM25), or, where the query
-    returns each word's rank alone (PostgreSQL's ``term_ranks``: ``ts_rank_cd`` knows no word
-    rarity), those ranks weighed by each word's rarity among these hits (core/rarity.py)."""
-    if not rows:
-        return []
-    if "term_ranks" in rows[0].keys():  # noqa: SIM118 (a sqlite3.Row's `in` looks at values)
-        return rarity_scores([row["term_ranks"] for row in rows], [row["key"] for row in rows])
-    return [float(row["score"]) for row in rows]
+def text_scores(rows: Sequence[RowLike]) -> list[float] | None:
+    """The full-text hits' scores where the query returns each word's rank alone (PostgreSQL's
+    ``term_ranks``: ``ts_rank_cd`` knows no word rarity): those ranks weighed by each word's
+    rarity among these hits (core/rarity.py). None where the store's own score stands
+    (SQLite's BM25 counts rarity itself)."""
+    if not rows or "term_ranks" not in rows[0].keys():  # noqa: SIM118 (a sqlite3.Row's `in` looks at values)
+        return None
+    return rarity_scores([row["term_ranks"] for row in rows], [row["key"] for row in rows])
 
 
 def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:

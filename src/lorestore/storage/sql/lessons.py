@@ -199,10 +199,10 @@ class LessonPrimitives(SQLBase):
         params.update(now=now, limit=limit, tags=dumps(list(tags)), ntags=len(tags))
         decode = self._doc_lesson
         rows = self._all("search", params)
-        hits = [
-            SearchHit(decode(r), score, r["snippet"])
-            for r, score in zip(rows, text_scores(rows), strict=True)
-        ]
+        scores = text_scores(rows)
+        if scores is None:  # the store's order and scores stand
+            return [SearchHit(decode(r), float(r["score"]), r["snippet"]) for r in rows]
+        hits = [SearchHit(decode(r), s, r["snippet"]) for r, s in zip(rows, scores, strict=True)]
         hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
         return hits
 
