@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import Any
 
 from lorestore.core.jsontext import dumps
+from lorestore.core.rarity import rarity_scores
 from lorestore.core.recall import LessonHead
 from lorestore.core.records import Dependency
 from lorestore.storage.protocol import RecallRecord, RecallRow
@@ -51,7 +52,12 @@ def gather_recall(
     rung the newest and the newest trusted lessons, each lesson once."""
     found: dict[str, RecallRow] = {}
     if text_params is not None and addresses:
-        for hit in recall_rows(fetch("recall_by_text", text_params)):
+        rows = fetch("recall_by_text", text_params)
+        hits = recall_rows(rows)
+        scores = text_scores(rows)
+        if scores is not None:
+            hits = [hit._replace(score=score) for hit, score in zip(hits, scores, strict=True)]
+        for hit in hits:
             found[hit.head.id] = hit
     for owner, scope in addresses:
         rung = {"owner": owner, "scope": scope, "limit": limit}
@@ -59,6 +65,16 @@ def gather_recall(
             for hit in recall_rows(fetch(name, rung)):
                 found.setdefault(hit.head.id, hit)
     return list(found.values())
+
+
+def text_scores(rows: Sequence[RowLike]) -> list[float] | None:
+    """The full-text hits' scores where the query returns each word's rank alone (PostgreSQL's
+    ``term_ranks``: ``ts_rank_cd`` knows no word rarity): those ranks weighed by each word's
+    rarity among these hits (core/rarity.py). None where the store's own score stands
+    (SQLite's BM25 counts rarity itself)."""
+    if not rows or "term_ranks" not in rows[0].keys():  # noqa: SIM118 (a sqlite3.Row's `in` looks at values)
+        return None
+    return rarity_scores([row["term_ranks"] for row in rows], [row["key"] for row in rows])
 
 
 def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:

@@ -206,13 +206,22 @@ LIMIT %(limit)s;
 -- name: search
 -- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first. The hits are
 -- found by a definer function so the GIN index is usable under RLS (migration 0009); the
--- rows are then read under RLS.
+-- rows are then read under RLS. term_ranks: each word's rank alone, which the store weighs by
+-- the word's rarity among these hits (core/rarity.py) for the score it returns.
+WITH words AS (
+    -- each word of the expression as a query of its own, for its rank alone (core/rarity.py)
+    SELECT array_agg(to_tsquery('english', lorestore_fold(w)) ORDER BY n) AS queries
+    FROM unnest(string_to_array(%(match)s, ' | ')) WITH ORDINALITY AS u (w, n)
+)
 SELECT l.*, hit.score::float8 AS score,
+       ARRAY(SELECT ts_rank_cd(l.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
+          AS u (q, n) ORDER BY n) AS term_ranks,
        ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
 FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
          %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
+CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
 
 -- name: scope_counts
@@ -491,12 +500,20 @@ DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
 -- name: recall_by_text
 -- Recall candidates that the task's words match, over all the ladder's rungs in one pass,
 -- best ts_rank_cd first (hits found by the definer function of migration 0009, expired
--- lessons included so that recall can hold them as expired).
+-- lessons included so that recall can hold them as expired). term_ranks: as in search.
+WITH words AS (
+    -- each word of the expression as a query of its own, for its rank alone (core/rarity.py)
+    SELECT array_agg(to_tsquery('english', lorestore_fold(w)) ORDER BY n) AS queries
+    FROM unnest(string_to_array(%(match)s, ' | ')) WITH ORDINALITY AS u (w, n)
+)
 SELECT l.*, hit.score::float8 AS score, l.source ->> 'agent' AS source_agent,
-    l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit
+    l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit,
+    ARRAY(SELECT ts_rank_cd(l.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
+          AS u (q, n) ORDER BY n) AS term_ranks
 FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
          %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
+CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
 
 -- name: count_recall_lessons

@@ -17,7 +17,7 @@ from lorestore.storage.protocol import (
     StoredLesson,
     Tombstone,
 )
-from lorestore.storage.recall_rows import gather_recall, recall_from_row, recall_params
+from lorestore.storage.recall_rows import gather_recall, recall_from_row, recall_params, text_scores
 from lorestore.storage.rows import (
     lesson_params,
     tombstone_params,
@@ -206,10 +206,13 @@ class LessonPrimitives(SQLBase):
         params["match"] = self._match(list(terms))
         params.update(now=now, limit=limit, tags=dumps(list(tags)), ntags=len(tags))
         decode = self._doc_lesson
-        return [
-            SearchHit(decode(r), float(r["score"]), r["snippet"])
-            for r in self._all("search", params)
-        ]
+        rows = self._all("search", params)
+        scores = text_scores(rows)
+        if scores is None:  # the store's order and scores stand
+            return [SearchHit(decode(r), float(r["score"]), r["snippet"]) for r in rows]
+        hits = [SearchHit(decode(r), s, r["snippet"]) for r, s in zip(rows, scores, strict=True)]
+        hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
+        return hits
 
     def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
         rows = self._all("scope_counts", {"owners": self._array(owners), "now": now})

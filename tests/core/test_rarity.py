@@ -1,0 +1,37 @@
+"""Word rarity for PostgreSQL's full-text scores (core/rarity.py): a word few hits hold counts
+more than one most hold; with one word, or words all hits hold alike, the ranks keep their
+order."""
+
+from __future__ import annotations
+
+from lorestore.core.rarity import rarity_scores
+
+
+def test_a_rare_word_outweighs_a_common_one() -> None:
+    # word 0 held by every hit, strongly (say, in the key); word 1 by one hit, weakly
+    common = [[1.6, 0.0]] * 8
+    rare = [[0.0, 0.3]]
+    scores = rarity_scores([*common, *rare])
+    assert scores[-1] > max(scores[:-1]) > 0
+
+
+def test_one_word_keeps_the_order_of_the_ranks() -> None:
+    scores = rarity_scores([[0.4], [0.9], [0.1]])
+    assert sorted(range(3), key=lambda i: -scores[i]) == [1, 0, 2]
+    assert min(scores) > 0  # a word every hit holds still counts
+
+
+def test_no_hits_and_no_words() -> None:
+    assert rarity_scores([]) == []
+    assert rarity_scores([[], []]) == [0.0, 0.0]
+
+
+def test_copies_of_one_key_up_the_ladder_count_once() -> None:
+    # word 1 is held by three copies of one key (branch, repo, global) and by nothing else;
+    # word 0 by two other lessons: counted by key, word 1 is the rarer
+    ranks = [[0.0, 0.3], [0.0, 0.3], [0.0, 0.3], [0.3, 0.0], [0.3, 0.0]]
+    keys = ["rounding", "rounding", "rounding", "convert", "report"]
+    by_key = rarity_scores(ranks, keys)
+    assert by_key[0] > by_key[3]
+    by_hit = rarity_scores(ranks)
+    assert by_hit[0] < by_hit[3]  # counted hit by hit, the copies made it look common
