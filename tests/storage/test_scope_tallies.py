@@ -251,6 +251,7 @@ def test_the_migration_backfills_an_older_server_database(
             conn.execute("DROP TABLE scope_tallies, audit_day_counts")
             conn.execute("DROP FUNCTION lorestore_tally_lesson(), lorestore_tally_audit(),"
                          " lorestore_tally_scope(text, text, text, text, integer)")  # fmt: skip
+            conn.execute("DROP STATISTICS lessons_author_association")
             conn.execute("DELETE FROM schema_migrations WHERE number = 30")
         init_database(admin)  # applies 0030 again, as an upgrade does
         again = PostgresStore(pg_template.app_url(name), max_size=2)

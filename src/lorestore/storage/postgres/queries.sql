@@ -167,40 +167,53 @@ LIMIT %(limit)s;
 -- name: browse_by_updated
 -- Lessons of some owners at a scope or under a scope prefix, in one state, optionally of one
 -- trust (never rejected), newest first, after a keyset cursor (memory_list's filters).
-SELECT * FROM lessons
-WHERE owner = ANY(%(owners)s::text[])
-  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
-  AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
-  AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
-  AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
-  AND CASE %(state)s::text
-        WHEN 'archived' THEN status = 'archived'
-        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
-                            AND expires_at <= %(now)s::timestamptz
-        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
-  AND tags @> %(tags)s::jsonb
-  AND (%(after_at)s::timestamptz IS NULL
-       OR (updated_at, pk) < (%(after_at)s::timestamptz, %(after_pk)s::bigint))
-ORDER BY updated_at DESC, pk DESC
+-- Owner by owner (LATERAL): with owner = ANY (...) an index scan cannot return rows in the
+-- index's order (PostgreSQL 15), so the planner read every lesson of the prefix and sorted
+-- them; each owner's page is read in order from lessons_browse_updated up to the limit, and
+-- the owners' pages merged.
+SELECT l.* FROM (SELECT DISTINCT unnest(%(owners)s::text[]) AS owner) AS o
+CROSS JOIN LATERAL (
+    SELECT * FROM lessons
+    WHERE owner = o.owner
+      AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+      AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
+      AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+      AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
+      AND CASE %(state)s::text
+            WHEN 'archived' THEN status = 'archived'
+            WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
+                                AND expires_at <= %(now)s::timestamptz
+            ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
+      AND tags @> %(tags)s::jsonb
+      AND (%(after_at)s::timestamptz IS NULL
+           OR (updated_at, pk) < (%(after_at)s::timestamptz, %(after_pk)s::bigint))
+    ORDER BY updated_at DESC, pk DESC
+    LIMIT %(limit)s) AS l
+ORDER BY l.updated_at DESC, l.pk DESC
 LIMIT %(limit)s;
 
 -- name: browse_by_seen
 -- As browse_by_updated, most seen (distinct sessions) first.
-SELECT * FROM lessons
-WHERE owner = ANY(%(owners)s::text[])
-  AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
-  AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
-  AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
-  AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
-  AND CASE %(state)s::text
-        WHEN 'archived' THEN status = 'archived'
-        WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
-                            AND expires_at <= %(now)s::timestamptz
-        ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
-  AND tags @> %(tags)s::jsonb
-  AND (%(after_seen)s::integer IS NULL
-       OR (seen_count, pk) < (%(after_seen)s::integer, %(after_pk)s::bigint))
-ORDER BY seen_count DESC, pk DESC
+-- Owner by owner, as browse_by_updated (lessons_browse_seen).
+SELECT l.* FROM (SELECT DISTINCT unnest(%(owners)s::text[]) AS owner) AS o
+CROSS JOIN LATERAL (
+    SELECT * FROM lessons
+    WHERE owner = o.owner
+      AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+      AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
+      AND trust <> 'rejected' AND (%(trust)s::text IS NULL OR trust = %(trust)s::text)
+      AND status = CASE %(state)s::text WHEN 'archived' THEN 'archived' ELSE 'active' END
+      AND CASE %(state)s::text
+            WHEN 'archived' THEN status = 'archived'
+            WHEN 'expired' THEN status = 'active' AND expires_at IS NOT NULL
+                                AND expires_at <= %(now)s::timestamptz
+            ELSE status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz) END
+      AND tags @> %(tags)s::jsonb
+      AND (%(after_seen)s::integer IS NULL
+           OR (seen_count, pk) < (%(after_seen)s::integer, %(after_pk)s::bigint))
+    ORDER BY seen_count DESC, pk DESC
+    LIMIT %(limit)s) AS l
+ORDER BY l.seen_count DESC, l.pk DESC
 LIMIT %(limit)s;
 
 -- name: search

@@ -13,7 +13,10 @@
 --   audit_day_counts holds, per (owner, UTC day, action), the audit events appended; the
 --   audit log is append-only, so only inserts count. The lessons trigger fires on INSERT,
 --   DELETE and an UPDATE of owner, scope, status or trust, and does nothing when none of
---   them changed.
+--   them changed. And statistics on the expression source->>'author_association' (the
+--   review queue's outside-author branch): without them the planner guessed nearly every
+--   lesson had one and read the whole table instead of the partial index
+--   lessons_outside_author of 0029, which holds none at 100k (140 ms -> 9 ms at 30k).
 -- Tenancy: both tables have row-level security enabled and forced: lorestore_app may read the
 --   rows of the owners it reads (as lessons_read) and write none; the trigger functions run
 --   as lorestore_definer (BYPASSRLS), schema-qualified, search_path pg_catalog, public,
@@ -149,3 +152,7 @@ ALTER FUNCTION public.lorestore_tally_lesson() OWNER TO lorestore_definer;
 ALTER FUNCTION public.lorestore_tally_audit() OWNER TO lorestore_definer;
 REVOKE EXECUTE ON FUNCTION public.lorestore_tally_scope(text, text, text, text, integer),
     public.lorestore_tally_lesson(), public.lorestore_tally_audit() FROM PUBLIC;
+
+CREATE STATISTICS public.lessons_author_association ON ((source->>'author_association'))
+    FROM public.lessons;
+ANALYZE public.lessons;
