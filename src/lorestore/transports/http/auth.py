@@ -10,7 +10,9 @@ the URL, readable caller headers); its token is looked up, and the request count
 token's rate limit, by the operation's endpoint in the same worker-thread call that runs the
 operation (``authenticated``): one hand-off to a thread per request instead of two, which was
 a third of the event loop's time under load. A revoked or expired token is refused exactly as
-before, by the store's lookup on every request, before the operation runs.
+before, by the store's lookup on every request, before the operation runs and before its
+arguments are parsed; its body (bounded by ``BodyLimit``) has been read by then, where it used
+to be refused unread.
 """
 
 from __future__ import annotations
