@@ -234,6 +234,13 @@ def columns_given(env: Mapping[str, str] | None = None) -> bool:
     return env.get("COLUMNS", "").strip().isdigit()
 
 
+def quiet_pydantic_plugins() -> None:
+    """Switch off pydantic's search for plugins in this process, unless the user set it: it
+    reads every installed distribution's entry points when the first model is built (10-40
+    ms of every start), and lorestore uses none. Called by the entry point only."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
 def completion_requested(env: Mapping[str, str] | None = None) -> bool:
     """Whether the shell asks for completions (Typer's ``_LORESTORE_COMPLETE``), which only
     the command tree answers."""

@@ -7,21 +7,19 @@ one (and ``lorestore hook --help``) goes to the tree."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 
 def main() -> None:
-    # pydantic looks for plugins in every installed distribution's entry points when it
-    # builds its first model (importlib.metadata: 10-40 ms of every start); lorestore uses
-    # none. Only this process's own default: a user's setting is kept.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = sys.argv[1:]
     if args == ["--version"]:  # the command tree and its models cost ~0.2 s to import
         from lorestore import __version__
 
         print(f"lorestore {__version__}")
         return
+    from lorestore.config import quiet_pydantic_plugins
+
+    quiet_pydantic_plugins()  # before the first model is built
     if args[:1] == ["hook"] and not {"--help", "-h"} & set(args):
         from lorestore.hosts.hook import main as hook
 
