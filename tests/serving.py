@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.testclient import TestClient
@@ -181,6 +182,17 @@ def backend_api(request: Any, home: Path, monkeypatch: Any, **settings: Any) -> 
         name = request.getfixturevalue("pg_database")
         monkeypatch.setenv("LORESTORE_DATABASE_URL", pg_url(template.app_url(name)))
     yield from make_api(home, **settings)
+
+
+def api_on_both_backends() -> Any:
+    """A module's ``api`` fixture (``api = api_on_both_backends()``): ``backend_api`` on
+    SQLite and on PostgreSQL, each test run on both."""
+
+    @pytest.fixture(params=["sqlite", "postgres"])
+    def api(request: Any, home: Path, monkeypatch: Any) -> Iterator[Api]:
+        yield from backend_api(request, home, monkeypatch)
+
+    return api
 
 
 def error_of(response: Any, status: int) -> dict[str, Any]:

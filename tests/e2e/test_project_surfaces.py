@@ -5,13 +5,12 @@ token is refused, and another tenant's declaration never applies (each beside it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.conftest import Cli, table_rows
 from tests.gitrepo import make_work_tree
-from tests.serving import Api, backend_api, error_of
+from tests.serving import Api, api_on_both_backends, error_of
 from tests.stdio import Tools, run_mcp
 
 from lorestore.auth.actor import local_actor
@@ -86,11 +85,7 @@ def test_stdio_agent_gets_the_project_rung_but_cannot_declare(
     assert [p["name"] for p in cli.ok("project", "list")["projects"]] == ["billing"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def api(
-    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Api]:
-    yield from backend_api(request, home, monkeypatch)
+api = api_on_both_backends()
 
 
 def token(api: Api, user: str, permission: str) -> str:

@@ -7,14 +7,14 @@ store, a review token) shows everything, labelled."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import Cli
 from tests.gitrepo import git, make_work_tree
-from tests.serving import Api, backend_api
+from tests.serving import Api, api_on_both_backends
 from tests.stdio import Tools, run_mcp
 
 from lorestore.auth.actor import local_actor
@@ -119,11 +119,7 @@ def test_stdio_agent_search_withholds_what_recall_would(
     assert table.exit_code == 0 and "hold: disputed" in table.stdout
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def api(
-    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Api]:
-    yield from backend_api(request, home, monkeypatch)
+api = api_on_both_backends()
 
 
 def test_rest_write_token_search_withholds_what_recall_would(api: Api) -> None:

@@ -6,13 +6,11 @@ nothing. Each refusal sits beside a request that succeeds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import Clock
-from tests.serving import Api, backend_api, error_of
+from tests.serving import Api, api_on_both_backends, error_of
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import TokenCreateParams, TokenRevokeParams
@@ -22,11 +20,7 @@ from lorestore.service.budget import lease_size
 S = "repo::acme/app"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def api(
-    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Api]:
-    yield from backend_api(request, home, monkeypatch)
+api = api_on_both_backends()
 
 
 @pytest.fixture

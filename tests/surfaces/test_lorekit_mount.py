@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,17 +16,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from tests.conftest import Cli, set_cap
-from tests.serving import Api, backend_api
+from tests.serving import Api, api_on_both_backends
 
 M = "/lorekit/functions/v1"
 S = "repo::acme/app"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def api(
-    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Api]:
-    yield from backend_api(request, home, monkeypatch)
+api = api_on_both_backends()
 
 
 @pytest.fixture

@@ -5,25 +5,19 @@ rules hold for the app role's own INSERT. Each refusal beside its control."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from tests.conftest import Cli, app_connection, table_rows
 from tests.pg import Template
-from tests.serving import Api, backend_api, error_of
+from tests.serving import Api, api_on_both_backends, error_of
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import TokenCreateParams
 from lorestore.storage.postgres import PostgresStore
 
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def api(
-    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Api]:
-    yield from backend_api(request, home, monkeypatch)
+api = api_on_both_backends()
 
 
 def token_of(api: Api, user: str) -> str:

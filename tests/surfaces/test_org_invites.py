@@ -6,7 +6,6 @@ clock, not the caller's, decides whether an invite has expired. Each refusal has
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -14,18 +13,13 @@ import pytest
 from tests.conftest import app_connection
 from tests.migrating import pg_url
 from tests.pg import Template
-from tests.serving import Api, backend_api, error_of, make_api
+from tests.serving import Api, api_on_both_backends, error_of, make_api
 
 from lorestore.auth.actor import local_actor
 from lorestore.models import TokenCreateParams
 from lorestore.storage.postgres import PostgresStore
 
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def api(
-    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Api]:
-    yield from backend_api(request, home, monkeypatch)
+api = api_on_both_backends()
 
 
 def token_of(api: Api, user: str, permission: str = "admin", **kw: object) -> str:

@@ -9,7 +9,8 @@ the last owner) are enforced here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
@@ -131,13 +132,20 @@ class OrgOperations(OrgRules):
             members = tx.memberships(actor.principal)
         return OrgListResult(orgs=[OrgInfo(org=m.org, role=m.role) for m in members])
 
-    def org_members(self, actor: Actor, p: OrgParams) -> OrgMembersResult:
+    @contextmanager
+    def _member_read(self, actor: Actor, name: str) -> Iterator[tuple[Transaction, str]]:
+        """A read transaction on one of the actor's orgs and the org's key; a non-member (or
+        a token confined to other orgs) is refused before anything of the org is read."""
         self._require(actor, "read")
-        org = _org(p.org).key
+        org = _org(name).key
         self._within_orgs(actor, org)
         with self.store.transaction(write=False, actor=actor.principal) as tx:
             if self._role(tx, actor, org) is None:
                 raise LorestoreError("not_found", f"you are not a member of {org}")
+            yield tx, org
+
+    def org_members(self, actor: Actor, p: OrgParams) -> OrgMembersResult:
+        with self._member_read(actor, p.org) as (tx, org):
             members = tx.org_members(org)
         return OrgMembersResult(
             org=org,
@@ -147,12 +155,7 @@ class OrgOperations(OrgRules):
     def org_bindings(self, actor: Actor, p: OrgParams) -> OrgBindingsResult:
         """The scope patterns routed to an org (and those waiting for approval), for its
         members: which scopes the org's lessons live in."""
-        self._require(actor, "read")
-        org = _org(p.org).key
-        self._within_orgs(actor, org)
-        with self.store.transaction(write=False, actor=actor.principal) as tx:
-            if self._role(tx, actor, org) is None:
-                raise LorestoreError("not_found", f"you are not a member of {org}")
+        with self._member_read(actor, p.org) as (tx, org):
             bound = [b.pattern for b in tx.bindings_for(actor.principal) if b.org == org]
             waiting = [b.pattern for b in tx.pending_bindings() if b.org == org]
         return OrgBindingsResult(
