@@ -727,7 +727,11 @@ class RecallsParams(Params):
     since: str | None = Field(
         None, description="recalls at or after this time (default: a day ago)"
     )
-    lesson_id: str | None = Field(None, description="only recalls that offered or held this lesson")
+    lesson_id: str | None = Field(
+        None,
+        description="only recalls that offered or held this lesson, each with only its entries "
+        "for that lesson (memory_explain gives a whole recall)",
+    )
     limit: int = Field(50, description="at most this many, newest first, 1-1000")
 
 

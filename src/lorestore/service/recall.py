@@ -259,6 +259,15 @@ class RecallOperations(ProjectOperations):
             owners = self._readable_owners(tx, actor)
             records = tx.recent_recalls(owners, since, lesson_id, limit + 1)
         shown = [r for r in records[:limit] if _covers(actor, r)]
+
+        def about(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """A lesson's recalls carry only its own entries (memory_explain has the rest)."""
+            return (
+                entries
+                if lesson_id is None
+                else [e for e in entries if e["lesson_id"] == lesson_id]
+            )
+
         # One validation of the whole answer: a recall offers and holds up to a hundred
         # lessons, and validating each entry on its own cost more than reading them.
         return RecallsResult.model_validate(
@@ -269,8 +278,8 @@ class RecallOperations(ProjectOperations):
                         "at": r.at,
                         "actor": r.actor,
                         "context": r.context,
-                        "offered": r.offered,
-                        "held": r.held,
+                        "offered": about(r.offered),
+                        "held": about(r.held),
                     }
                     for r in shown
                 ],

@@ -564,12 +564,19 @@ VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(contex
     %(offered)s::jsonb, %(held)s::jsonb);
 
 -- name: recent_recalls
--- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
--- those that offered or held it.
+-- Logged recall decisions of these owners since a time, newest first.
 SELECT * FROM recall_log
 WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
-  AND (%(lesson)s::jsonb IS NULL OR offered @> %(lesson)s::jsonb OR held @> %(lesson)s::jsonb)
 ORDER BY at DESC, recall_id DESC
+LIMIT %(limit)s;
+
+-- name: recalls_of_lesson
+-- As recent_recalls, only those that offered or held a lesson: a seek on migration 0031's
+-- lesson_recalls, in time order.
+SELECT r.* FROM lesson_recalls AS x JOIN recall_log AS r ON r.recall_id = x.recall_id
+WHERE x.owner = ANY (%(owners)s) AND x.lesson_id = %(lesson_id)s
+  AND x.at >= %(since)s::timestamptz
+ORDER BY x.at DESC, x.recall_id DESC
 LIMIT %(limit)s;
 
 -- name: get_recall

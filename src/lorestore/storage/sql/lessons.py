@@ -278,15 +278,11 @@ class LessonPrimitives(SQLBase):
     def recent_recalls(
         self, owners: Sequence[str], since: str, lesson_id: str | None, limit: int
     ) -> list[RecallRecord]:
-        params = {
-            "owners": self._array(owners),
-            "since": since,
-            "lesson_id": lesson_id,
-            # PostgreSQL finds the lesson by jsonb containment: an element naming it.
-            "lesson": None if lesson_id is None else dumps([{"lesson_id": lesson_id}]),
-            "limit": limit,
-        }
-        return [recall_from_row(r) for r in self._all("recent_recalls", params)]
+        params = {"owners": self._array(owners), "since": since, "limit": limit}
+        if lesson_id is None:
+            return [recall_from_row(r) for r in self._all("recent_recalls", params)]
+        params["lesson_id"] = lesson_id
+        return [recall_from_row(r) for r in self._all("recalls_of_lesson", params)]
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:
         if not self._valid_id(recall_id):

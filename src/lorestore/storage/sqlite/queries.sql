@@ -658,18 +658,19 @@ INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
 VALUES (:recall_id, :owner, :at, :actor, :context, :offered, :held);
 
 -- name: recent_recalls
--- Logged recall decisions of these owners since a time, newest first; with a lesson id, only
--- those that offered or held it (instr first: a recall whose text does not hold the id at all
--- is passed over without parsing its lists, each up to a hundred entries).
+-- Logged recall decisions of these owners since a time, newest first.
 SELECT * FROM recall_log
 WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
-  AND (:lesson_id IS NULL
-       OR (instr(recall_log.offered, :lesson_id) + instr(recall_log.held, :lesson_id) > 0
-           AND (EXISTS (SELECT 1 FROM json_each(recall_log.offered) AS o
-                        WHERE json_extract(o.value, '$.lesson_id') = :lesson_id)
-                OR EXISTS (SELECT 1 FROM json_each(recall_log.held) AS h
-                           WHERE json_extract(h.value, '$.lesson_id') = :lesson_id))))
 ORDER BY at DESC, recall_id DESC
+LIMIT :limit;
+
+-- name: recalls_of_lesson
+-- As recent_recalls, only those that offered or held a lesson: a seek on migration 0031's
+-- lesson_recalls, in time order.
+SELECT r.* FROM lesson_recalls AS x JOIN recall_log AS r ON r.recall_id = x.recall_id
+WHERE x.owner IN (SELECT value FROM json_each(:owners)) AND x.lesson_id = :lesson_id
+  AND x.at >= :since
+ORDER BY x.at DESC, x.recall_id DESC
 LIMIT :limit;
 
 -- name: get_recall
