@@ -380,16 +380,21 @@ class ReviewOperations(ServiceBase):
                 else self._readable_owners(tx, actor)
             )
             rows = tx.review_queue(owners, scope, now=self._now(), limit=limit)
-            items = []
-            for reason, stored in rows:
-                proposed = None
-                if stored.pending_version is not None:
-                    proposed = tx.version(stored.pk, stored.lesson.id, stored.pending_version)
-                items.append(
-                    ReviewItem.model_validate(
-                        {"reason": reason, "lesson": stored.lesson, "proposed": proposed}
-                    )
+            # The proposed revisions in one read, not one per item (a round trip each on
+            # PostgreSQL): every version of those lessons, of which the pending one is shown.
+            pending = [stored.pk for _, stored in rows if stored.pending_version is not None]
+            versions = tx.versions_of(pending) if pending else {}
+        items = []
+        for reason, stored in rows:
+            proposed = next(
+                (v for v in versions.get(stored.pk, []) if v.version == stored.pending_version),
+                None,
+            )
+            items.append(
+                ReviewItem.model_validate(
+                    {"reason": reason, "lesson": stored.lesson, "proposed": proposed}
                 )
+            )
         return ReviewQueueResult(items=items)
 
 
