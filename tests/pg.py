@@ -43,7 +43,6 @@ TENANT_TABLES = frozenset(
         "audit_log",
         "audit_heads",
         "recall_log",
-        "lesson_recalls",
         "scope_policies",
         "owner_stats",
         "scope_tallies",

@@ -571,12 +571,12 @@ ORDER BY at DESC, recall_id DESC
 LIMIT %(limit)s;
 
 -- name: recalls_of_lesson
--- As recent_recalls, only those that offered or held a lesson: a seek on migration 0031's
--- lesson_recalls, in time order.
-SELECT r.* FROM lesson_recalls AS x JOIN recall_log AS r ON r.recall_id = x.recall_id
-WHERE x.owner = ANY (%(owners)s) AND x.lesson_id = %(lesson_id)s
-  AND x.at >= %(since)s::timestamptz
-ORDER BY x.at DESC, x.recall_id DESC
+-- As recent_recalls, only those that offered or held a lesson: an element naming it, found
+-- through migration 0031's GIN indexes on the two lists.
+SELECT * FROM recall_log
+WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
+  AND (offered @> %(lesson)s::jsonb OR held @> %(lesson)s::jsonb)
+ORDER BY at DESC, recall_id DESC
 LIMIT %(limit)s;
 
 -- name: get_recall

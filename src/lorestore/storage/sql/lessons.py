@@ -3,6 +3,7 @@ of many lessons (list, search, review queue, sweeps) and recall's candidates."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,8 @@ from lorestore.storage.sql.base import SQLBase, stored
 
 # The trust states of served lessons, counted per scope by scope_counts.
 ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
+
+_ID_TOKEN = re.compile(r"[0-9a-z-]+")
 
 
 class LessonPrimitives(SQLBase):
@@ -281,7 +284,11 @@ class LessonPrimitives(SQLBase):
         params = {"owners": self._array(owners), "since": since, "limit": limit}
         if lesson_id is None:
             return [recall_from_row(r) for r in self._all("recent_recalls", params)]
-        params["lesson_id"] = lesson_id
+        # SQLite finds the lesson's id as one token of its index (letters, digits and '-'; a
+        # lesson id is a UUID), PostgreSQL by jsonb containment; other text names no lesson.
+        if not _ID_TOKEN.fullmatch(lesson_id):
+            return []
+        params.update(lesson_id=lesson_id, lesson=dumps([{"lesson_id": lesson_id}]))
         return [recall_from_row(r) for r in self._all("recalls_of_lesson", params)]
 
     def get_recall(self, owners: Sequence[str], recall_id: str) -> RecallRecord | None:

@@ -665,12 +665,13 @@ ORDER BY at DESC, recall_id DESC
 LIMIT :limit;
 
 -- name: recalls_of_lesson
--- As recent_recalls, only those that offered or held a lesson: a seek on migration 0031's
--- lesson_recalls, in time order.
-SELECT r.* FROM lesson_recalls AS x JOIN recall_log AS r ON r.recall_id = x.recall_id
-WHERE x.owner IN (SELECT value FROM json_each(:owners)) AND x.lesson_id = :lesson_id
-  AND x.at >= :since
-ORDER BY x.at DESC, x.recall_id DESC
+-- As recent_recalls, only those that offered or held a lesson: the recalls migration 0031's
+-- full-text index holds the lesson's id for (a phrase of that one token).
+SELECT * FROM recall_log
+WHERE rowid IN (SELECT rowid FROM recall_lesson_ids
+                WHERE recall_lesson_ids MATCH '"' || replace(:lesson_id, '"', '""') || '"')
+  AND owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+ORDER BY at DESC, recall_id DESC
 LIMIT :limit;
 
 -- name: get_recall
