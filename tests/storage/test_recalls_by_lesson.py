@@ -34,32 +34,35 @@ REPO = "repo::acme/app"
 OTHER = "repo::acme/other"
 
 
-def indexed(store: SQLiteStore) -> set[tuple[str, str]]:
-    """(recall id, lesson id) of every lesson id in SQLite's index, by the recall it names."""
+def _rows(store: SQLiteStore, query: str) -> list[tuple[str, str]]:
     conn = sqlite3.connect(store.path)
     try:
-        rows = conn.execute(
-            "SELECT r.recall_id, f.ids FROM recall_lesson_ids AS f"
-            " JOIN recall_log AS r ON r.rowid = f.rowid"
-        ).fetchall()
+        return conn.execute(query).fetchall()
     finally:
         conn.close()
+
+
+def indexed(store: SQLiteStore) -> set[tuple[str, str]]:
+    """(recall id, lesson id) of every lesson id in SQLite's index, by the recall it names."""
+    rows = _rows(
+        store,
+        "SELECT r.recall_id, f.ids FROM recall_lesson_ids AS f"
+        " JOIN recall_log AS r ON r.rowid = f.rowid",
+    )
     return {(recall, lesson) for recall, ids in rows for lesson in ids.split()}
 
 
 def logged(store: SQLiteStore) -> set[tuple[str, str]]:
     """What the index should hold: each (recall, lesson) the recall offered or held."""
-    conn = sqlite3.connect(store.path)
-    try:
-        rows = conn.execute(
+    return set(
+        _rows(
+            store,
             "SELECT r.recall_id, json_extract(e.value, '$.lesson_id')"
             " FROM recall_log AS r, json_each(r.offered) AS e"
             " UNION SELECT r.recall_id, json_extract(e.value, '$.lesson_id')"
-            " FROM recall_log AS r, json_each(r.held) AS e"
-        ).fetchall()
-    finally:
-        conn.close()
-    return {(recall, lesson) for recall, lesson in rows}
+            " FROM recall_log AS r, json_each(r.held) AS e",
+        )
+    )
 
 
 def recalled(service: LessonService, clock: Clock) -> dict[str, str]:
