@@ -29,6 +29,13 @@ SQLITE_ONLY = SQLITE_FTS | {
     # the index scan instead (migration 0009).
     "recall_addresses",
     "recall_lessons",
+    # A lesson's recalls: FTS5 of each recall's lesson ids and its shadow tables (migration
+    # 0031); PostgreSQL has GIN indexes on recall_log's offered and held lists instead.
+    "recall_lesson_ids",
+    "recall_lesson_ids_config",
+    "recall_lesson_ids_content",
+    "recall_lesson_ids_data",
+    "recall_lesson_ids_idx",
 }
 POSTGRES_ONLY: set[str] = set()
 # Columns one backend has and the other has not, per table, with the reason.

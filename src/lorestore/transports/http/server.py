@@ -99,6 +99,7 @@ def serve(
     import uvicorn
 
     from lorestore.composition import build_service
+    from lorestore.transports import settle_heap
     from lorestore.transports.http.app import build_app
     from lorestore.transports.http.logs import log_config
 
@@ -108,6 +109,7 @@ def serve(
             if self.started:  # listening: only now is the URL true and a token worth minting
                 token = bootstrap_token(service, settings.principal) if admin_token else None
                 announce(_origin(host, port), token)
+                settle_heap()  # everything start-up keeps is loaded by now
 
     chosen_format = _log_format(log_format)  # before anything opens: bad input changes nothing
     # Listen first: a port that is taken ends here, before the application starts (and with

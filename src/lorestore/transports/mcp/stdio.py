@@ -222,6 +222,7 @@ def serve_stdio(
     import anyio
     from mcp.server.stdio import stdio_server
 
+    from lorestore.transports import settle_heap
     from lorestore.transports.mcp.server import build_server
 
     server = build_server(
@@ -234,6 +235,7 @@ def serve_stdio(
         with _host_input() as lines:
             async with stdio_server(stdin=lines) as (read_stream, write_stream):
                 options = server.create_initialization_options()
+                settle_heap()  # the SDK, the tools' models and the store are loaded by now
                 await server.run(read_stream, write_stream, options)
 
     # Ctrl-C stops the server at once. The host's input is read in a worker thread that a
