@@ -20,7 +20,13 @@ from tests.pg import Template
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
-from lorestore.models import ReadParams, SearchParams, WriteParams
+from lorestore.models import (
+    ReadParams,
+    SearchParams,
+    TokenCreateParams,
+    TokenRevokeParams,
+    WriteParams,
+)
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.postgres.dialect import Q
@@ -205,3 +211,23 @@ def test_a_read_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore)
     # Statement by statement: BEGIN, the actor, the bindings, the lesson, COMMIT.
     assert _round_trips(pg, read) <= 3
     assert found == ["a lesson"]  # positive control: the read is answered
+
+
+def test_a_tokens_lookup_waits_on_the_server_once(pg: PostgresStore) -> None:
+    service = LessonService(pg)
+    service.rate_limit = None  # the lookup alone, not the first request's lease of the minute
+    params = TokenCreateParams.model_validate({"name": "agent", "permission": "write"})
+    created = service.token_create(ALICE, params)
+    service.authenticate(created.token)  # its first use is written down (last_used_at)
+    found: list[str] = []
+
+    def lookup() -> None:
+        found.append(service.authenticate(created.token).principal)
+
+    # In a transaction it was two waits (the row, then the COMMIT); alone, one.
+    assert _round_trips(pg, lookup) == 1
+    assert found == ["user:alice"]  # positive control: the token still stands for its owner
+    service.token_revoke(ALICE, TokenRevokeParams(id=created.info.id))
+    with pytest.raises(LorestoreError) as refused:  # a revoked one is refused at once
+        service.authenticate(created.token)
+    assert refused.value.code == "unauthenticated"

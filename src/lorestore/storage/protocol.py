@@ -495,6 +495,7 @@ class Store(Protocol):
         write: bool,
         actor: str | None = None,
         meanwhile: Callable[[], None] | None = None,
+        single: bool = False,
     ) -> AbstractContextManager[Transaction]:
         """One transaction on behalf of ``actor`` (a principal id). On PostgreSQL every
         row-level policy reads it; without one, no tenant row is visible or writable.
@@ -502,7 +503,12 @@ class Store(Protocol):
         ``meanwhile`` is called once, if the transaction's work ends without an error, while
         it commits where the backend can overlap the two (SQLite commits in another thread)
         and after the commit otherwise; it must not use the store. A failed commit is
-        raised after it returns."""
+        raised after it returns.
+
+        ``single``: the caller runs one read statement and binds no actor (the token's
+        lookup, on every request of a server). A statement is a transaction of its own, so
+        PostgreSQL sends it alone, without BEGIN, the binding or COMMIT: one wait on the
+        server instead of two. Refused with ``write`` or an ``actor``."""
 
     def flush_erased(self) -> None:
         """After a hard delete commits: make sure no copy of the erased content lingers in

@@ -82,6 +82,7 @@ class PostgresStore:
         write: bool,
         actor: str | None = None,
         meanwhile: Callable[[], None] | None = None,
+        single: bool = False,
     ) -> Iterator[PostgresTransaction]:
         """One transaction as ``actor`` (``set_actor``: what row-level security reads).
         ``meanwhile`` runs after the commit (see ``Store.transaction``).
@@ -94,6 +95,12 @@ class PostgresStore:
         the policies they run under and what they leave are the same. A statement that
         fails is reported at the next wait (at the latest by the COMMIT) and the whole
         transaction is rolled back."""
+        if single:  # one read statement, no actor: it runs alone in autocommit
+            if write or actor is not None:
+                raise ValueError("a single-statement read writes nothing and binds no actor")
+            with self._pool.connection() as conn, translate():
+                yield PostgresTransaction(conn, write=False)
+            return
         register = write and actor is not None and actor not in self._registered
         with self._pool.connection() as conn, translate():
             try:

@@ -148,10 +148,14 @@ class SQLiteStore:
         write: bool,
         actor: str | None = None,
         meanwhile: Callable[[], None] | None = None,
+        single: bool = False,
     ) -> Iterator[SQLiteTransaction]:
         """One transaction. There is no row-level security in SQLite: the service's owner
         filters are the boundary (one machine, one trust domain). See ``Store.transaction``
-        for ``meanwhile``."""
+        for ``meanwhile`` and ``single`` (a BEGIN costs SQLite no round trip: a single
+        statement's transaction is an ordinary one here)."""
+        if single and (write or actor is not None):
+            raise ValueError("a single-statement read writes nothing and binds no actor")
         with self._lock:
             if write and self._file is not None and _identity(self._where) != self._file:
                 raise replaced(self.path)
