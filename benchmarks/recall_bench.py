@@ -19,15 +19,17 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# The code measured: this checkout's, or another's with LORESTORE_BENCH_SRC (as postgres_rls.py;
+# PYTHONPATH alone would come after this checkout's src/ and measure it twice).
+SRC = os.environ.get("LORESTORE_BENCH_SRC") or str(HERE.parent / "src")
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, SRC)
 
 from corpus import Corpus  # noqa: E402
 from lorestore.auth.actor import local_actor  # noqa: E402
 from lorestore.models import RecallParams  # noqa: E402
 from lorestore.service import LessonService  # noqa: E402
 from lorestore.storage.sqlite import SQLiteStore  # noqa: E402
-from lorestore.transports import settle_heap  # noqa: E402
 
 ACTOR = local_actor(session="bench")
 
@@ -43,7 +45,7 @@ def _cached(size: int) -> Path:
         "with progress() as prog:\n"
         f"    print(cached_db(Workload({size}, ops=0, warmup=0), prog)[0])\n"
     )
-    paths = [str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")]
+    paths = [SRC, os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     child = [sys.executable, "-c", code]
     done = subprocess.run(child, cwd=HERE, env=env, check=True, stdout=subprocess.PIPE, text=True)
@@ -98,8 +100,14 @@ def measure(size: int, samples: int, rounds: int = 3) -> dict[str, Any]:
         # pages the ladders touch come into the caches, the timed queries' own answers do not.
         _pass(service, _contexts(Corpus(seed=12).queries(samples)))
         # As `lorestore serve` and `lorestore mcp` do once started (transports.settle_heap):
-        # start-up's objects leave the collections that each recall's garbage triggers.
-        settle_heap()
+        # start-up's objects leave the collections that each recall's garbage triggers. A
+        # checkout from before it (LORESTORE_BENCH_SRC) is measured as its servers ran.
+        try:
+            from lorestore.transports import settle_heap
+        except ImportError:
+            pass
+        else:
+            settle_heap()
         passes = [_pass(service, contexts) for _ in range(rounds)]
         store.close()
     # Each figure is taken over one pass of every context; with several rounds, the median of
