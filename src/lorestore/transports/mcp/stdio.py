@@ -11,6 +11,7 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from types import FrameType
 from typing import Any
@@ -19,6 +20,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from lorestore.auth.actor import Permission
 from lorestore.config import Settings, store_variables
 from lorestore.transports.mcp.server import Invoker
+
+# When the stdio server settles its heap (transports.settle_heap), after start.
+SETTLE_AFTER_SECONDS = 2.0
 
 
 def announce(settings: Settings) -> None:
@@ -235,8 +239,13 @@ def serve_stdio(
         with _host_input() as lines:
             async with stdio_server(stdin=lines) as (read_stream, write_stream):
                 options = server.create_initialization_options()
-                settle_heap()  # the SDK, the tools' models and the store are loaded by now
                 await server.run(read_stream, write_stream, options)
+
+    # The heap is settled once the host's first requests (initialize, tools/list) are answered:
+    # the collection takes about 50 ms, which the handshake should not wait for.
+    settle = threading.Timer(SETTLE_AFTER_SECONDS, settle_heap)
+    settle.daemon = True
+    settle.start()
 
     # Ctrl-C stops the server at once. The host's input is read in a worker thread that a
     # cancelled task would wait for until the host sends another line, so SIGINT ends the
@@ -247,6 +256,7 @@ def serve_stdio(
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(run)
     finally:
+        settle.cancel()
         signal.signal(signal.SIGINT, previous)
 
 
