@@ -26,6 +26,9 @@ MAX_TTL_DAYS = 365
 
 # Unicode's control characters (category Cc) are exactly these two ranges.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A UUID as str(uuid.UUID(...)) writes it: how every stored lesson id is spelled (an import
+# canonicalises the ids it is given, portable/records.py).
+CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
 def has_control(text: str) -> bool:

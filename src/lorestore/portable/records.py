@@ -27,6 +27,7 @@ from lorestore.core.owner import Owner
 from lorestore.core.records import Lesson, LessonVersion, normalise_ts
 from lorestore.core.scope import Scope, parse_scope, repository
 from lorestore.core.validation import (
+    CANONICAL_UUID,
     validate_address,
     validate_key,
     validate_tags,
@@ -54,7 +55,6 @@ KNOWN_TYPES = ("lesson", "tombstone", "scope_policy", "project")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _TIMES = ("valid_from", "valid_to", "recorded_at", "created_at", "updated_at", "archived_at")
 _PLACEHOLDER_OWNER = Owner.user("import")  # replaced by the owner the scope resolves to
@@ -171,7 +171,7 @@ def _text(known: Mapping[str, Any], name: str, *, required: bool = True) -> str 
 
 
 def _uuid(value: Any, name: str) -> str:
-    if isinstance(value, str) and _CANONICAL_UUID.match(value) and value != _NIL_UUID:
+    if isinstance(value, str) and CANONICAL_UUID.match(value) and value != _NIL_UUID:
         return value  # already as str(uuid.UUID(value)) writes it
     if not isinstance(value, str):
         raise RecordError(f"{name} must be a UUID string")

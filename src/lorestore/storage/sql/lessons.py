@@ -3,12 +3,12 @@ of many lessons (list, search, review queue, sweeps) and recall's candidates."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from lorestore.core.jsontext import dumps
 from lorestore.core.records import Lesson, LessonVersion
+from lorestore.core.validation import CANONICAL_UUID
 from lorestore.storage.protocol import (
     LessonFilter,
     RecallRecord,
@@ -29,8 +29,6 @@ from lorestore.storage.sql.base import SQLBase, stored
 
 # The trust states of served lessons, counted per scope by scope_counts.
 ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
-
-_ID_TOKEN = re.compile(r"[0-9a-z-]+")
 
 
 class LessonPrimitives(SQLBase):
@@ -284,9 +282,9 @@ class LessonPrimitives(SQLBase):
         params = {"owners": self._array(owners), "since": since, "limit": limit}
         if lesson_id is None:
             return [recall_from_row(r) for r in self._all("recent_recalls", params)]
-        # SQLite finds the lesson's id as one token of its index (letters, digits and '-'; a
-        # lesson id is a UUID), PostgreSQL by jsonb containment; other text names no lesson.
-        if not _ID_TOKEN.fullmatch(lesson_id):
+        # Text that is no lesson id names no recall (and SQLite's index, which holds each id as
+        # one token, is asked only for one); PostgreSQL finds the lesson by jsonb containment.
+        if not CANONICAL_UUID.match(lesson_id):
             return []
         params.update(lesson_id=lesson_id, lesson=dumps([{"lesson_id": lesson_id}]))
         return [recall_from_row(r) for r in self._all("recalls_of_lesson", params)]
