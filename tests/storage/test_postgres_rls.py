@@ -332,6 +332,18 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(call).fetchone() == (0,)  # alice's scope, asked for by bob
     with app_connection(seeded, "user:alice") as conn:
         assert conn.execute(call).fetchone() == (1,)  # positive control: alice finds it
+    newest = call.replace("lorestore_search_hits", "lorestore_search_newest")
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute(newest).fetchone() == (0,)
+    with app_connection(seeded, "user:alice") as conn:
+        assert conn.execute(newest).fetchone() == (1,)
+    # A word's share counts the lessons of the owners the actor may read, and only those:
+    # each holds one lesson, bob's without "secret" and alice's without "bob".
+    shares = "SELECT total, held FROM lorestore_word_shares(ARRAY['secret', 'bob'], 0)"
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute(shares).fetchone() == (1, [0, 1])
+    with app_connection(seeded, "user:alice") as conn:
+        assert conn.execute(shares).fetchone() == (1, [1, 0])
 
 
 def test_a_rejection_waits_for_writes_of_its_owner_in_flight(seeded: PostgresStore) -> None:

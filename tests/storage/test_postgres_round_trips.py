@@ -59,6 +59,7 @@ def _owner_calls(conn: psycopg.Connection[Any], actor: str, query: str) -> tuple
             Q["search"],
             {
                 "match": query,
+                "find": query,
                 "owners": [actor],
                 "scopes": ["repo::acme/app"],
                 "now": "2026-01-01T00:00:00Z",

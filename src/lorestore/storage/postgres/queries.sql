@@ -217,10 +217,11 @@ ORDER BY l.seen_count DESC, l.pk DESC
 LIMIT %(limit)s;
 
 -- name: search
--- Served lessons in the given scopes matching a tsquery, best ts_rank_cd first. The hits are
--- found by a definer function so the GIN index is usable under RLS (migration 0009); the
--- rows are then read under RLS. term_ranks: each word's rank alone, which the store weighs by
--- the word's rarity among these hits (core/rarity.py) for the score it returns.
+-- Served lessons in the given scopes matching a tsquery (:find), best ts_rank_cd first. The
+-- hits are found by a definer function so the GIN index is usable under RLS (migration 0009);
+-- the rows are then read under RLS. term_ranks: each word of :match's rank alone, which the
+-- store weighs by the word's rarity among these hits (core/rarity.py) for the score it
+-- returns.
 WITH words AS (
     -- each word of the expression as a query of its own, for its rank alone (core/rarity.py)
     SELECT array_agg(to_tsquery('english', lorestore_fold(w)) ORDER BY n) AS queries
@@ -231,11 +232,35 @@ SELECT l.*, hit.score::float8 AS score,
           AS u (q, n) ORDER BY n) AS term_ranks,
        ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
-FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
+FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(find)s)), %(owners)s::text[],
          %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
 CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
+
+-- name: search_newest
+-- The same lessons as `search` for a tsquery of common words (sql/lessons.py): newest first,
+-- unranked (migration 0032).
+WITH words AS (
+    -- each word of the expression as a query of its own, for its rank alone (core/rarity.py)
+    SELECT array_agg(to_tsquery('english', lorestore_fold(w)) ORDER BY n) AS queries
+    FROM unnest(string_to_array(%(match)s, ' | ')) WITH ORDINALITY AS u (w, n)
+)
+SELECT l.*, hit.score::float8 AS score,
+       ARRAY(SELECT ts_rank_cd(l.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
+          AS u (q, n) ORDER BY n) AS term_ranks,
+       ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
+           'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
+FROM lorestore_search_newest(to_tsquery('english', lorestore_fold(%(find)s)), %(owners)s::text[],
+         %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
+JOIN lessons AS l ON l.pk = hit.pk
+CROSS JOIN words
+ORDER BY l.pk DESC;
+
+-- name: word_shares
+-- How many lessons the actor may read, and how many of them hold each word, each counted only
+-- as far as the question needs (sql/lessons.py, _common_words; migration 0032).
+SELECT total, held FROM lorestore_word_shares(%(words)s::text[], %(floor)s);
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),

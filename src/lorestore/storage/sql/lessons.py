@@ -3,6 +3,7 @@ of many lessons (list, search, review queue, sweeps) and recall's candidates."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,9 @@ from lorestore.storage.rows import (
 )
 from lorestore.storage.sql.base import SQLBase, stored
 
+# A search word held by more lessons than this, and by at least half of them, is not ranked
+# (LessonPrimitives._common_words): below it, ranking every match costs little.
+COMMON_FLOOR = 2000
 # The trust states of served lessons, counted per scope by scope_counts.
 ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
 
@@ -204,16 +208,43 @@ class LessonPrimitives(SQLBase):
         limit: int,
     ) -> list[SearchHit]:
         params = self._search_addresses(addresses)
+        params.update(now=now, tags=dumps(list(tags)), ntags=len(tags))
         params["match"] = self._match(list(terms))
-        params.update(now=now, limit=limit, tags=dumps(list(tags)), ntags=len(tags))
+        common = self._common_words(terms)
+        telling = [t for t in terms if t not in common]
+        rows: list[Any] = []
+        if telling:
+            rows = self._all("search", params | {"find": self._match(telling), "limit": limit})
+        if common and len(rows) < limit:
+            # Lessons holding only common words: newest first as the index gives them (the
+            # ranked ones are all here already), in their scores' order after the others.
+            seen = {r["pk"] for r in rows}
+            newest = self._all(
+                "search_newest",
+                params | {"find": self._match(common), "limit": limit + len(rows)},
+            )
+            more = [r for r in newest if r["pk"] not in seen][: limit - len(rows)]
+            rows += sorted(more, key=lambda r: -float(r["score"]))
         decode = self._doc_lesson
-        rows = self._all("search", params)
         scores = text_scores(rows)
         if scores is None:  # the store's order and scores stand
             return [SearchHit(decode(r), float(r["score"]), r["snippet"]) for r in rows]
         hits = [SearchHit(decode(r), s, r["snippet"]) for r, s in zip(rows, scores, strict=True)]
         hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
         return hits
+
+    def _common_words(self, terms: Sequence[str]) -> list[str]:
+        """The words of a search held by at least half of the lessons the index holds, and
+        by more than ``COMMON_FLOOR``: BM25 gives such a word no weight (FTS5 clamps its
+        idf to 1e-6), yet ranking its matches means scoring most of the store. A search
+        ranks its other words' matches as ever and lists the lessons holding only common
+        words after them, newest first (docs/search.md)."""
+        words = self._array([self._match([t]) for t in terms])
+        row = self._one("word_shares", {"words": words, "floor": COMMON_FLOOR})
+        total, held = row["total"], row["held"]
+        if isinstance(held, str):  # SQLite's JSON arrives as text
+            held = json.loads(held)
+        return [t for t, n in zip(terms, held, strict=True) if n > COMMON_FLOOR and 2 * n >= total]
 
     def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
         rows = self._all("scope_counts", {"owners": self._array(owners), "now": now})

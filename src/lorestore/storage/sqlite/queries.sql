@@ -281,13 +281,13 @@ LIMIT :limit)
 ORDER BY seen_count DESC, pk DESC;
 
 -- name: search
--- Active, unexpired lessons in the given scopes matching an FTS5 expression, best BM25 first
--- (ORDER BY rank lets FTS5 return matches in rank order instead of sorting them all).
+-- Active, unexpired lessons in the given scopes matching an FTS5 expression (:find), best BM25
+-- first (ORDER BY rank lets FTS5 return matches in rank order instead of sorting them all).
 SELECT l.pk, l.value_digest, l.pending_version, l.doc,
        -rank AS score,
        snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
 FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
-WHERE lessons_fts MATCH :match AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
+WHERE lessons_fts MATCH :find AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
   AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
   AND l.status = 'active' AND l.trust != 'rejected'
   AND (l.expires_at IS NULL OR l.expires_at > :now)
@@ -295,6 +295,38 @@ WHERE lessons_fts MATCH :match AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
                       WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
 ORDER BY rank
 LIMIT :limit;
+
+-- name: search_newest
+-- The same lessons as `search` for an expression of common words (sql/lessons.py): newest
+-- first as the index walks them, unranked, so only the rows returned are scored.
+SELECT l.pk, l.value_digest, l.pending_version, l.doc,
+       -bm25(lessons_fts, 4.0, 1.0, 2.0) AS score,
+       snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
+FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
+WHERE lessons_fts MATCH :find
+  AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
+  AND l.status = 'active' AND l.trust != 'rejected'
+  AND (l.expires_at IS NULL OR l.expires_at > :now)
+  AND (:ntags = 0 OR (SELECT count(*) FROM json_each(l.tags) AS t
+                      WHERE t.value IN (SELECT value FROM json_each(:tags))) = :ntags)
+ORDER BY lessons_fts.rowid DESC
+LIMIT :limit;
+
+-- name: word_shares
+-- How many lessons the store holds (its counters, migration 0030), and how many hold each
+-- word (a JSON list of FTS5 expressions): what BM25 itself counts to weigh a word. Each is
+-- counted only as far as the question needs (sql/lessons.py, _common_words): past :floor and
+-- past half the lessons.
+WITH indexed AS (
+    SELECT coalesce(sum(candidate + corroborated + verified + disputed + archived + rejected),
+                    0) AS total
+    FROM scope_tallies)
+SELECT total,
+       (SELECT json_group_array((SELECT count(*) FROM (
+            SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH w.value
+            LIMIT max(:floor + 1, ((SELECT total FROM indexed) + 1) / 2))))
+        FROM json_each(:words) AS w) AS held
+FROM indexed;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),

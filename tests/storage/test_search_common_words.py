@@ -1,0 +1,79 @@
+"""A search word held by most lessons (more than ``COMMON_FLOOR`` of them, and at least half)
+is not ranked, on both backends: BM25 gives it no weight, and ranking its matches meant
+scoring most of the store. The search ranks its other words' matches as ever and lists the
+lessons holding only common words after them, newest first. Through the service's
+``memory_search``, as every surface calls it, with the ranked path beside it as control."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.portable import import_lines, lesson, line
+
+from lorestore.auth.actor import local_actor
+from lorestore.models import SearchParams
+from lorestore.service import LessonService
+from lorestore.storage.protocol import Store
+from lorestore.storage.sql.lessons import COMMON_FLOOR
+
+ME = local_actor(session="common-1")
+APP = "repo::acme/app"
+COMMON = COMMON_FLOOR + 100  # lessons holding the common word
+RARE = 30  # of them, also holding the rare word
+
+
+def filled(store: Store) -> LessonService:
+    """COMMON lessons holding "widget" (the last RARE also "quasar", the rarer the later the
+    more often), and 20 holding neither: "widget" is held by more than the floor and more
+    than half of the lessons."""
+    records: list[dict[str, Any]] = []
+    for n in range(COMMON):
+        rare = n >= COMMON - RARE
+        extra = " quasar" * (1 + n % 3) if rare else ""
+        records.append(lesson(f"w{n:05d}", f"The widget number {n} needs care.{extra}", APP))
+    records += [lesson(f"o{n:02d}", f"Other lesson {n} about nothing.", APP) for n in range(20)]
+    service = LessonService(store)
+    result = import_lines(service, [line(r) for r in records])
+    assert result.lessons.added == len(records), result
+    return service
+
+
+def keys(service: LessonService, query: str, limit: int) -> list[str]:
+    found = service.memory_search(ME, SearchParams(query=query, scopes=[APP], limit=limit))
+    return [hit.lesson.key for hit in found.hits]
+
+
+@pytest.mark.lexical
+def test_a_common_words_matches_are_listed_newest_first_after_the_ranked_ones(
+    store: Store,
+) -> None:
+    service = filled(store)
+    rare = {f"w{n:05d}" for n in range(COMMON - RARE, COMMON)}
+    # Control: a rare word alone is ranked as ever, every lesson holding it found.
+    assert set(keys(service, "quasar", 100)) == rare
+    # The common word alone: the newest lessons holding it (imported in key order).
+    newest = keys(service, "widget", 40)
+    assert sorted(newest) == [f"w{n:05d}" for n in range(COMMON - 40, COMMON)]
+    # Both words: every lesson holding the rare one first, ranked by it; then the newest of
+    # those holding only the common word.
+    both = keys(service, "widget quasar", 50)
+    assert set(both[:RARE]) == rare
+    assert both[RARE:] == [f"w{n:05d}" for n in range(COMMON - RARE - 1, COMMON - 50 - 1, -1)]
+    # Ranked by the rare word: a lesson holding it three times comes before one holding it
+    # once, as in the rare word's own search.
+    three, once = f"w{COMMON - 1:05d}", f"w{COMMON - 3:05d}"
+    assert (COMMON - 1) % 3 == 2 and (COMMON - 3) % 3 == 0
+    assert both.index(three) < both.index(once)
+    assert keys(service, "quasar", 100).index(three) < keys(service, "quasar", 100).index(once)
+
+
+@pytest.mark.lexical
+def test_a_word_under_the_floor_is_ranked_however_many_hold_it(store: Store) -> None:
+    """Below the floor every match is ranked: in a small store a word all lessons hold still
+    puts the lesson holding it most often first (the control: the same store's ranking)."""
+    service = LessonService(store)
+    lines = [line(lesson(f"k{n}", f"Deploy step {n}.", APP)) for n in range(5)]
+    lines.append(line(lesson("many", "Deploy, deploy, deploy: the deploy step.", APP)))
+    assert import_lines(service, lines).lessons.added == 6
+    assert keys(service, "deploy", 1) == ["many"]
