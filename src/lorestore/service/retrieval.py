@@ -80,7 +80,7 @@ def hybrid_hits(
             continue
         lesson = row.record()
         if wanted <= set(lesson.tags):
-            merged.append(SearchHit(lesson, 0.0, _snippet(lesson.value)))
+            merged.append(SearchHit(lesson, 0.0, _snippet(lesson.value), row.value_digest))
     relevance = fuse({hit.lesson.id: hit.score for hit in merged}, similarity)
     merged.sort(key=lambda hit: -relevance[hit.lesson.id])  # stable: ties keep their order
     return [replace(hit, score=relevance[hit.lesson.id]) for hit in merged[:limit]]

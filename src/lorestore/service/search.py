@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
-from lorestore.core.normalise import value_digest
 from lorestore.core.recall import (
     Candidate,
     LessonHead,
@@ -128,9 +127,7 @@ class SearchOperations(RecallOperations):
             address = (hit.lesson.owner.key, hit.lesson.scope)
             rung, policy = policies.get(address, (0, ScopePolicy()))
             where = None if address in on_ladder else address
-            candidate = Candidate(
-                head_of(hit.lesson), value_digest(hit.lesson.value), rung, hit.score, policy
-            )
+            candidate = Candidate(head_of(hit.lesson), hit.value_digest, rung, hit.score, policy)
             as_found[hit.lesson.id] = candidate
             groups.setdefault(where, []).append(
                 candidate if where is None else candidate._replace(rung=0)
@@ -161,8 +158,7 @@ class SearchOperations(RecallOperations):
                 if lesson.id in seen or lesson.status != "active" or lesson.trust == "rejected":
                     continue
                 seen.add(lesson.id)
-                digest = value_digest(lesson.value)
-                extra.append(Candidate(head_of(lesson), digest, rung, 0.0, policy))
+                extra.append(Candidate(head_of(lesson), stored.value_digest, rung, 0.0, policy))
         return extra
 
 

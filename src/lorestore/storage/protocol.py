@@ -58,9 +58,13 @@ class RecallRow(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
+    """A lesson a search found, with its score, the snippet that shows why, and the value's
+    digest as the store keeps it (recall's duplicate rule compares these)."""
+
     lesson: Lesson
     score: float
     snippet: str
+    value_digest: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,11 +226,14 @@ class LessonPrimitives(SQLBase):
             more = [r for r in newest if r["pk"] not in seen][: limit - len(rows)]
             rows += sorted(more, key=lambda r: -float(r["score"]))
         decode = self._doc_lesson
-        scores = text_scores(rows)
-        if scores is None:  # the store's order and scores stand
-            return [SearchHit(decode(r), float(r["score"]), r["snippet"]) for r in rows]
-        hits = [SearchHit(decode(r), s, r["snippet"]) for r, s in zip(rows, scores, strict=True)]
-        hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
+        rescored = text_scores(rows)
+        scores = [float(r["score"]) for r in rows] if rescored is None else rescored
+        hits = [
+            SearchHit(decode(r), s, r["snippet"], r["value_digest"])
+            for r, s in zip(rows, scores, strict=True)
+        ]
+        if rescored is not None:  # else the store's order and scores stand
+            hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
         return hits
 
     def _common_words(self, terms: Sequence[str]) -> list[str]:
