@@ -337,9 +337,9 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(newest).fetchone() == (0,)
     with app_connection(seeded, "user:alice") as conn:
         assert conn.execute(newest).fetchone() == (1,)
-    # A word's share counts the lessons of the owners the actor may read, and only those:
+    # A word's share counts the newest lessons of the owners the actor may read, only those:
     # each holds one lesson, bob's without "secret" and alice's without "bob".
-    shares = "SELECT total, held FROM lorestore_word_shares(ARRAY['secret', 'bob'], 0)"
+    shares = "SELECT total, held FROM lorestore_word_shares(ARRAY['secret', 'bob'], 10)"
     with app_connection(seeded, "user:bob") as conn:
         assert conn.execute(shares).fetchone() == (1, [0, 1])
     with app_connection(seeded, "user:alice") as conn:

@@ -15,7 +15,7 @@ from lorestore.auth.actor import local_actor
 from lorestore.models import SearchParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
-from lorestore.storage.sql.lessons import COMMON_FLOOR
+from lorestore.storage.sql.lessons import COMMON_FLOOR, COMMON_SAMPLE
 
 ME = local_actor(session="common-1")
 APP = "repo::acme/app"
@@ -62,8 +62,9 @@ def test_a_common_words_matches_are_listed_newest_first_after_the_ranked_ones(
     assert both[RARE:] == [f"w{n:05d}" for n in range(COMMON - RARE - 1, COMMON - 50 - 1, -1)]
     # Ranked by the rare word: a lesson holding it three times comes before one holding it
     # once, as in the rare word's own search.
-    three, once = f"w{COMMON - 1:05d}", f"w{COMMON - 3:05d}"
-    assert (COMMON - 1) % 3 == 2 and (COMMON - 3) % 3 == 0
+    holders = range(COMMON - RARE, COMMON)
+    three = f"w{max(n for n in holders if n % 3 == 2):05d}"
+    once = f"w{max(n for n in holders if n % 3 == 0):05d}"
     assert both.index(three) < both.index(once)
     assert keys(service, "quasar", 100).index(three) < keys(service, "quasar", 100).index(once)
 
@@ -77,3 +78,17 @@ def test_a_word_under_the_floor_is_ranked_however_many_hold_it(store: Store) -> 
     lines.append(line(lesson("many", "Deploy, deploy, deploy: the deploy step.", APP)))
     assert import_lines(service, lines).lessons.added == 6
     assert keys(service, "deploy", 1) == ["many"]
+
+
+@pytest.mark.lexical
+def test_how_common_a_word_is_is_told_by_the_newest_lessons(store: Store) -> None:
+    """A word held by half the store, but only by its older lessons, is ranked: the newest
+    COMMON_SAMPLE lessons decide, so the cost of deciding does not grow with the store. (The
+    first test is the control: there the newest lessons hold the word, which is not ranked.)"""
+    older = COMMON_SAMPLE - COMMON_FLOOR // 2  # hold "widget"; the newest sample holds a quarter
+    records = [lesson(f"w{n:05d}", f"The widget number {n} needs care.", APP) for n in range(older)]
+    records[0] = lesson("w00000", "The widget, the widget and the widget again.", APP)
+    records += [lesson(f"o{n:05d}", f"Other lesson {n}.", APP) for n in range(older)]
+    service = LessonService(store)
+    assert import_lines(service, [line(r) for r in records]).lessons.added == len(records)
+    assert keys(service, "widget", 1) == ["w00000"]  # ranked: held most often, oldest

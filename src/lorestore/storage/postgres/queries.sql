@@ -258,9 +258,9 @@ CROSS JOIN words
 ORDER BY l.pk DESC;
 
 -- name: word_shares
--- How many lessons the actor may read, and how many of them hold each word, each counted only
--- as far as the question needs (sql/lessons.py, _common_words; migration 0032).
-SELECT total, held FROM lorestore_word_shares(%(words)s::text[], %(floor)s);
+-- The newest :sample lessons the actor may read (how many were read), and how many of them
+-- hold each word (sql/lessons.py, _common_words; migration 0033).
+SELECT total, held FROM lorestore_word_shares(%(words)s::text[], %(sample)s);
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),

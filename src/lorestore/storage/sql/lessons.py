@@ -28,9 +28,11 @@ from lorestore.storage.rows import (
 )
 from lorestore.storage.sql.base import SQLBase, stored
 
-# A search word held by more lessons than this, and by at least half of them, is not ranked
-# (LessonPrimitives._common_words): below it, ranking every match costs little.
-COMMON_FLOOR = 2000
+# A search word held by more lessons than COMMON_FLOOR, and by at least half of them, is not
+# ranked (LessonPrimitives._common_words): below it, ranking every match costs little. Both
+# are counted among the newest COMMON_SAMPLE lessons (the whole store, when it is smaller).
+COMMON_FLOOR = 1000
+COMMON_SAMPLE = 2 * COMMON_FLOOR
 # The trust states of served lessons, counted per scope by scope_counts.
 ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
 
@@ -237,13 +239,15 @@ class LessonPrimitives(SQLBase):
         return hits
 
     def _common_words(self, terms: Sequence[str]) -> list[str]:
-        """The words of a search held by at least half of the lessons the index holds, and
-        by more than ``COMMON_FLOOR``: BM25 gives such a word no weight (FTS5 clamps its
-        idf to 1e-6), yet ranking its matches means scoring most of the store. A search
-        ranks its other words' matches as ever and lists the lessons holding only common
-        words after them, newest first (docs/search.md)."""
+        """The words of a search held by at least half of the newest COMMON_SAMPLE lessons
+        (the whole store, when it holds fewer), and by more than COMMON_FLOOR of them: BM25
+        gives such a word no weight (FTS5 clamps its idf to 1e-6), yet ranking its matches
+        means scoring most of the store. A search ranks its other words' matches as ever and
+        lists the lessons holding only common words after them, newest first
+        (docs/search.md). The newest lessons tell a common word as all of them do, at a cost
+        that does not grow with the store."""
         words = self._array([self._match([t]) for t in terms])
-        row = self._one("word_shares", {"words": words, "floor": COMMON_FLOOR})
+        row = self._one("word_shares", {"words": words, "sample": COMMON_SAMPLE})
         total, held = row["total"], row["held"]
         if isinstance(held, str):  # SQLite's JSON arrives as text
             held = json.loads(held)

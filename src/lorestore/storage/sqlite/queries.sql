@@ -313,20 +313,17 @@ ORDER BY lessons_fts.rowid DESC
 LIMIT :limit;
 
 -- name: word_shares
--- How many lessons the store holds (its counters, migration 0030), and how many hold each
--- word (a JSON list of FTS5 expressions): what BM25 itself counts to weigh a word. Each is
--- counted only as far as the question needs (sql/lessons.py, _common_words): past :floor and
--- past half the lessons.
-WITH indexed AS (
-    SELECT coalesce(sum(candidate + corroborated + verified + disputed + archived + rejected),
-                    0) AS total
-    FROM scope_tallies)
-SELECT total,
-       (SELECT json_group_array((SELECT count(*) FROM (
-            SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH w.value
-            LIMIT max(:floor + 1, ((SELECT total FROM indexed) + 1) / 2))))
+-- The newest :sample lessons of the store (how many were read: every lesson the index holds,
+-- when it holds fewer), and how many of them hold each word (a JSON list of FTS5
+-- expressions), found by rowid in the index (sql/lessons.py, _common_words).
+WITH sample AS (
+    SELECT count(*) AS size, coalesce(min(pk), 0) AS first
+    FROM (SELECT pk FROM lessons ORDER BY pk DESC LIMIT :sample))
+SELECT size AS total,
+       (SELECT json_group_array((SELECT count(*) FROM lessons_fts
+                                 WHERE lessons_fts MATCH w.value AND rowid >= sample.first))
         FROM json_each(:words) AS w) AS held
-FROM indexed;
+FROM sample;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
