@@ -143,8 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--importtime", action="store_true")
     p.add_argument("--json", type=Path)
     p.add_argument("--lorestore", default=str(VENV_BIN / "lorestore"))
-    p.add_argument("--also", action="append", default=[], metavar="NAME=SRC",
-                   help="also run the hook of the lorestore package in SRC (PYTHONPATH)")  # fmt: skip
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=SRC",
+        help="also run the hook of the lorestore package in SRC (PYTHONPATH)",
+    )
     args = p.parse_args(argv)
     also = also_sources(p, args.also)
     node = shutil.which("node")
