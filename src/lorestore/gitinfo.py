@@ -130,6 +130,15 @@ def git_context(cwd: str | Path) -> GitContext | None:
 
 
 def _read_context(cwd: str | Path) -> GitContext | None:
+    try:
+        return _ask_context(cwd)
+    finally:
+        for args in _CONTEXT_ASKED:
+            if (str(cwd), args) in _started:  # started by read_ahead, not needed: collected
+                _git(cwd, *args)
+
+
+def _ask_context(cwd: str | Path) -> GitContext | None:
     # The first question fails as a whole before the first commit (HEAD resolves to
     # nothing), where each part is asked on its own.
     both = _git(cwd, *_CONTEXT_ASKED[0])
