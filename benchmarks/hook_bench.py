@@ -1,15 +1,23 @@
 """The session-start hook as a host runs it: a cold process per event, the host's JSON on
 stdin, on the embedded store with 10k lessons, side by side in one run with LoreKit's own
 hook in local mode on the same lessons (``lorekit hook --adapter claude --event
-SessionStart``), each round running both in alternating order. p50 and p95 wall time, the
-ratio of the medians and the calibration figure (``sum(range(1000))``, in µs) before and
-after. ``--importtime`` adds where lorestore's hook spends its imports.
+SessionStart``; left out, with a note, where node or LoreKit's CLI is missing), each round
+running every subject in alternating order. p50 and p95 wall time, the ratio of the medians
+and the calibration figure (``sum(range(1000))``, in µs) before and after. ``--importtime``
+adds where lorestore's hook spends its imports.
 
 The lessons: lorestore's service writes them (so both stores hold the same text), then
 ``lorestore export --format lorekit`` writes LoreKit's tree; a tenth are for the checkout's
 repository (acme/widget), a tenth global, the rest spread over 40 other repositories.
 
+``--also NAME=SRC`` (repeatable) adds the hook of another revision's sources, such as the base
+of a change (``git archive main | tar -x -C /tmp/base``, then ``--also base=/tmp/base/src``):
+the same entry point run with ``PYTHONPATH=SRC`` (which comes before the editable install), its
+byte code compiled as this checkout's is, in the same alternating rounds, on the same store.
+A machine whose speed drifts by a third within minutes compares revisions only that way.
+
     .venv/bin/python benchmarks/hook_bench.py [--lessons 10000] [--runs 30] [--json out.json]
+        [--also base=/tmp/base/src] [--importtime]
 """
 
 from __future__ import annotations
@@ -54,15 +62,31 @@ def lessons(n: int) -> list[tuple[str, str, str]]:
     return out
 
 
-def compiled() -> None:
-    """Byte-compile lorestore's modules, as an installed package has them: with
-    PYTHONDONTWRITEBYTECODE set (this machine's default) an editable checkout would otherwise
-    compile every module from source at every start."""
+def compiled(*sources: Path) -> None:
+    """Byte-compile lorestore's modules (this checkout's and those of each ``--also`` source
+    folder), as an installed package has them: with PYTHONDONTWRITEBYTECODE set (this
+    machine's default) an editable checkout would otherwise compile every module from source
+    at every start."""
     import compileall
 
     import lorestore
 
-    compileall.compile_dir(Path(lorestore.__file__).parent, quiet=1)
+    for folder in (Path(lorestore.__file__).parent, *(src / "lorestore" for src in sources)):
+        compileall.compile_dir(folder, quiet=1)
+
+
+def also_sources(p: argparse.ArgumentParser, specs: list[str]) -> dict[str, Path]:
+    """``NAME=SRC`` pairs: SRC the folder holding another revision's ``lorestore`` package."""
+    found: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, src = spec.partition("=")
+        folder = Path(src).resolve()
+        if not sep or not name or name in ("lorestore", "lorekit", *found):
+            p.error(f"--also {spec!r}: give NAME=SRC with a new name")
+        if not (folder / "lorestore" / "__init__.py").is_file():
+            p.error(f"--also {spec!r}: {folder} holds no lorestore package")
+        found[name] = folder
+    return found
 
 
 def prepare(tmp: Path, env: dict[str, str], lorestore: str, n: int) -> Path:
@@ -119,29 +143,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--importtime", action="store_true")
     p.add_argument("--json", type=Path)
     p.add_argument("--lorestore", default=str(VENV_BIN / "lorestore"))
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=SRC",
+        help="also run the hook of the lorestore package in SRC (PYTHONPATH)",
+    )
     args = p.parse_args(argv)
+    also = also_sources(p, args.also)
     node = shutil.which("node")
-    if node is None or not LOREKIT.exists():
-        p.error(f"needs node on PATH and LoreKit's CLI at {LOREKIT}")
+    lorekit = node is not None and LOREKIT.exists()
+    if not lorekit:
+        print(f"LoreKit left out: needs node on PATH and its CLI at {LOREKIT}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="lorestore-hook-") as tmp:
         env = environment(Path(tmp))
         cwd = prepare(Path(tmp), env, args.lorestore, args.lessons)
-        compiled()
+        compiled(*also.values())
         payload = {"session_id": "bench", "transcript_path": str(Path(tmp) / "t.jsonl"),
                    "cwd": str(cwd), "permission_mode": "default",
                    "hook_event_name": "SessionStart", "source": "startup"}  # fmt: skip
         subjects = {
             "lorestore": [args.lorestore, "hook", "session-start", "--host", "claude-code"],
-            "lorekit": [
-                node,
-                str(LOREKIT),
-                "hook",
-                "--adapter",
-                "claude",
-                "--event",
-                "SessionStart",
-            ],
         }
+        if lorekit:
+            subjects["lorekit"] = [str(node), str(LOREKIT), "hook", "--adapter", "claude",
+                                   "--event", "SessionStart"]  # fmt: skip
+        envs = {name: env for name in subjects}
+        for name, src in also.items():
+            subjects[name] = subjects["lorestore"]
+            envs[name] = env | {"PYTHONPATH": str(src)}
         outputs: dict[str, str] = {}
         samples: dict[str, list[float]] = {name: [] for name in subjects}
         cpu: dict[str, list[float]] = {name: [] for name in subjects}
@@ -159,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 # (LoreKit outside LOREKIT_HOME, so across runs of this benchmark too) and
                 # answer a known one at once, without reading a lesson.
                 data = session_start({**payload, "session_id": f"bench-{run_id}-{i}-{name}"})
-                ms, cpu_ms, out = run_once(subjects[name], data, cwd, env)
+                ms, cpu_ms, out = run_once(subjects[name], data, cwd, envs[name])
                 outputs[name] = out
                 if i >= args.warmup:
                     samples[name].append(ms)
@@ -179,16 +210,26 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name, v in samples.items()
         }
-        ours, theirs = samples["lorestore"], samples["lorekit"]
-        result["ratio_of_medians"] = statistics.median(ours) / statistics.median(theirs)
-        result["median_round_ratio"] = statistics.median(
-            a / b for a, b in zip(ours, theirs, strict=True)
-        )
+        ours = samples["lorestore"]
+        if lorekit:
+            theirs = samples["lorekit"]
+            result["ratio_of_medians"] = statistics.median(ours) / statistics.median(theirs)
+            result["median_round_ratio"] = statistics.median(
+                a / b for a, b in zip(ours, theirs, strict=True)
+            )
+            result["cpu_ratio_of_medians"] = statistics.median(cpu["lorestore"]) / (
+                statistics.median(cpu["lorekit"])
+            )
+        # Each other revision against this checkout: > 1 when this checkout is faster.
+        result["also_ratio_of_medians"] = {
+            name: statistics.median(samples[name]) / statistics.median(ours) for name in also
+        }
+        result["also_median_round_ratio"] = {
+            name: statistics.median(a / b for a, b in zip(samples[name], ours, strict=True))
+            for name in also
+        }
         result["output_chars"] = {name: len(out) for name, out in outputs.items()}
         result["empty_answers"] = empty
-        result["cpu_ratio_of_medians"] = statistics.median(cpu["lorestore"]) / statistics.median(
-            cpu["lorekit"]
-        )
         result["samples_ms"] = {k: [round(x, 2) for x in v] for k, v in samples.items()}
         result["cpu_samples_ms"] = {k: [round(x, 2) for x in v] for k, v in cpu.items()}
         if args.importtime:
@@ -206,9 +247,14 @@ def main(argv: list[str] | None = None) -> int:
               f"p95 {row['cpu_p95_ms']:5.0f} ms  "
               f"output {result['output_chars'][name]} chars, "
               f"{result['empty_answers'][name]} empty")  # fmt: skip
-    print(f"  ratio of medians {result['ratio_of_medians']:.2f}, "
-          f"median per-round ratio {result['median_round_ratio']:.2f}, "
-          f"CPU ratio of medians {result['cpu_ratio_of_medians']:.2f}")  # fmt: skip
+    if lorekit:
+        print(f"  lorestore / lorekit: ratio of medians {result['ratio_of_medians']:.2f}, "
+              f"median per-round ratio {result['median_round_ratio']:.2f}, "
+              f"CPU ratio of medians {result['cpu_ratio_of_medians']:.2f}")  # fmt: skip
+    for name in also:
+        print(f"  {name} / lorestore: ratio of medians "
+              f"{result['also_ratio_of_medians'][name]:.2f}, median per-round ratio "
+              f"{result['also_median_round_ratio'][name]:.2f}")  # fmt: skip
     if "importtime" in result:
         top = ", ".join(
             f"{k} {v:.0f}" for k, v in list(result["importtime"]["by_package_ms"].items())[:8]

@@ -320,7 +320,7 @@ def operator_store(store: Store) -> Iterator[Store]:
 def operator_approve(store: Store, org: str, pattern: str, *, reject: bool = False) -> bool:
     """An operator's decision on a pending scope binding, as `lorestore db approve-binding`
     makes it."""
-    from lorestore.core.records import format_ts
+    from lorestore.core.timestamps import format_ts
     from lorestore.service.orgs import approve_binding
 
     with operator_store(store) as operator:

@@ -21,7 +21,7 @@ from tests.pg import admin_url, url_for
 
 from lorestore.auth.actor import Actor, local_actor
 from lorestore.core.jsontext import dumps
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.models import (
     Address,
     AuditParams,

@@ -3,15 +3,16 @@ maintenance plan for an entry point. Nothing outside ``storage/`` opens a store 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lorestore.config import Settings, sqlite_path
 from lorestore.core.errors import LorestoreError
-from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
 
-if TYPE_CHECKING:  # the sweeps' models load with serve and maintain, not with every command
+if TYPE_CHECKING:  # each loaded by the builder that needs it: a hook loads recall alone
+    from lorestore.service import LessonService
     from lorestore.service.maintenance import SweepPlan
+    from lorestore.service.recaller import Recaller
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -68,18 +69,32 @@ def build_service(settings: Settings, *, local_files: bool = False) -> LessonSer
     """The service for an entry point. ``local_files``: the caller runs where the agent's
     working directory is (the CLI, the stdio MCP server), so recall may hash depends_on
     files with git there; a server never reads its own disk on a client's behalf."""
+    from lorestore.service import LessonService
+
+    return LessonService(open_store(settings), **_service_options(settings, local_files))
+
+
+def build_recall(settings: Settings, *, local_files: bool = False) -> Recaller:
+    """Recall alone, for an entry point that does nothing else (a host's hook, a cold process
+    per event): the same store and the same recall as build_service's, without the other
+    operations or the pydantic models of their arguments. ``local_files`` as there."""
+    from lorestore.service.recaller import Recaller
+
+    return Recaller(open_store(settings), **_service_options(settings, local_files))
+
+
+def _service_options(settings: Settings, local_files: bool) -> dict[str, Any]:
     blob_lookup = None
     if local_files:
         from lorestore.gitinfo import blob_hashes
 
         blob_lookup = blob_hashes
-    return LessonService(
-        open_store(settings),
-        corroborate_at=settings.corroborate_at,
-        rate_limit=settings.rate_limit,
-        blob_lookup=blob_lookup,
-        webhooks=settings.webhooks,
-    )
+    return {
+        "corroborate_at": settings.corroborate_at,
+        "rate_limit": settings.rate_limit,
+        "blob_lookup": blob_lookup,
+        "webhooks": settings.webhooks,
+    }
 
 
 def sweep_plan(settings: Settings) -> SweepPlan:

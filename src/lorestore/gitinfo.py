@@ -37,7 +37,50 @@ class GitContext:
     revision: str | None
 
 
+# The questions _read_context asks first, which read_ahead may start early.
+_CONTEXT_ASKED = (
+    # One process for the root, HEAD's full ref name and its commit: a recall or a hook
+    # starts two git processes, not four. (--symbolic-full-name applies to the arguments
+    # after it.)
+    ("rev-parse", "--show-toplevel", "HEAD", "--symbolic-full-name", "HEAD"),
+    ("remote", "get-url", "origin"),  # with the user's url.*.insteadOf
+)
+# Started by read_ahead, by (folder, arguments): each answer is collected once, by _git.
+_started: dict[tuple[str, tuple[str, ...]], subprocess.Popen[str]] = {}
+
+
+def read_ahead(cwd: str | Path) -> None:
+    """Start the git processes a recall's context in ``cwd`` needs, without waiting for them:
+    a caller that has modules to load first (a host's hook, a cold process per event) has
+    their answers ready when it asks (git_context). Nothing is cached beyond the one answer
+    each: a context read later than CONTEXT_TTL_S still asks git afresh."""
+    for args in _CONTEXT_ASKED:
+        key = (str(cwd), args)
+        if key in _started:
+            continue
+        try:
+            _started[key] = subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
+                ["git", *args],  # noqa: S607 - git from PATH, as a developer's shell runs it
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+        except OSError:
+            return
+
+
 def _git(cwd: str | Path, *args: str) -> str | None:
+    started = _started.pop((str(cwd), args), None)
+    if started is not None:
+        try:
+            out, _ = started.communicate(timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            started.kill()
+            started.communicate()
+            return None
+        return out.strip() if started.returncode == 0 else None
     try:
         # Arguments are fixed by this module or repository-relative paths, never a shell line.
         done = subprocess.run(  # noqa: S603
@@ -87,11 +130,18 @@ def git_context(cwd: str | Path) -> GitContext | None:
 
 
 def _read_context(cwd: str | Path) -> GitContext | None:
-    # One process for the root, HEAD's full ref name and its commit: a recall or a hook
-    # starts two git processes, not four. It fails as a whole before the first commit (HEAD
-    # resolves to nothing), where each is asked on its own.
-    # (--symbolic-full-name applies to the arguments after it.)
-    both = _git(cwd, "rev-parse", "--show-toplevel", "HEAD", "--symbolic-full-name", "HEAD")
+    try:
+        return _ask_context(cwd)
+    finally:
+        for args in _CONTEXT_ASKED:
+            if (str(cwd), args) in _started:  # started by read_ahead, not needed: collected
+                _git(cwd, *args)
+
+
+def _ask_context(cwd: str | Path) -> GitContext | None:
+    # The first question fails as a whole before the first commit (HEAD resolves to
+    # nothing), where each part is asked on its own.
+    both = _git(cwd, *_CONTEXT_ASKED[0])
     lines = both.splitlines() if both is not None else []
     head: str | None
     revision: str | None
@@ -102,7 +152,7 @@ def _read_context(cwd: str | Path) -> GitContext | None:
         if found is None:
             return None
         root, head, revision = found, _git(cwd, "symbolic-ref", "-q", "HEAD"), None
-    remote = _git(cwd, "remote", "get-url", "origin")  # with the user's url.*.insteadOf
+    remote = _git(cwd, *_CONTEXT_ASKED[1])
     if remote is None:  # no origin: a checkout's only remote, whatever its name
         remotes = (_git(cwd, "remote") or "").split()
         remote = _git(cwd, "remote", "get-url", remotes[0]) if len(remotes) == 1 else None

@@ -20,6 +20,7 @@ from lorestore.core.records import (
     LessonVersion,
     Source,
 )
+from lorestore.core.validation import unstorable
 
 # The code a refused argument gets, by field, so that a NUL in a key or a `true` for ttl_days
 # is reported as validate_key and validate_ttl report their own refusals.
@@ -94,7 +95,7 @@ class Params(BaseModel):
             if type(value) is str and value.isascii() and "\x00" not in value:
                 continue  # the common case, without walking
             for where, text in _strings(value, name):
-                why = _unstorable(text)
+                why = unstorable(text)
                 if why is not None:
                     raise LorestoreError(
                         FIELD_CODES.get(name, "invalid_argument"),
@@ -104,23 +105,6 @@ class Params(BaseModel):
                         details={"field": where},
                     )
         return self
-
-
-def _unstorable(text: str) -> str | None:
-    """Why neither store could keep ``text`` as UTF-8, if so: a NUL (PostgreSQL refuses it)
-    or a lone surrogate (not Unicode text; a command-line argument not in UTF-8 becomes one)."""
-    why = (
-        "contains a character that is not text: a NUL (\\x00), or half of a UTF-16 surrogate "
-        "pair (a string cut inside an emoji, or bytes that are not UTF-8)"
-    )
-    if "\x00" in text:
-        return why  # over MCP stdio, half a surrogate pair arrives as a NUL (transports/mcp)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return why
-    return None
 
 
 class DependencyRef(BaseModel):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 from tests.gitrepo import git, make_work_tree
 
-from lorestore.gitinfo import GitContext, _read_context, repo_from_remote
+from lorestore.gitinfo import GitContext, _read_context, _started, read_ahead, repo_from_remote
 
 
 @pytest.mark.parametrize(
@@ -96,3 +97,37 @@ def test_before_the_first_commit_the_branch_is_known_and_no_commit(
         root=str(root), repo="example/new", branch="trunk", revision=None
     )
     assert _read_context(tmp_path) is None  # the control: outside any work tree
+
+
+def test_a_context_read_ahead_is_answered_by_the_processes_started_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook starts git before it loads the store (read_ahead): the context read later is
+    the same, from those two processes, and git is not asked again."""
+    root = make_work_tree(tmp_path, monkeypatch)
+    head = git(root, "rev-parse", "HEAD")
+    log = _counting_git(tmp_path, monkeypatch)
+    read_ahead(root)
+    deadline = time.monotonic() + 10
+    while len(_lines(log)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(_lines(log)) == 2  # both started before the context was asked for
+    context = _read_context(root)
+    assert context == GitContext(root=str(root), repo="example/app", branch="main", revision=head)
+    assert len(_lines(log)) == 2
+    assert _read_context(root) == context  # the control: read again, git is asked again
+    assert len(_lines(log)) == 4
+
+
+def test_a_context_read_ahead_outside_a_work_tree_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    read_ahead(outside)
+    assert _read_context(outside) is None
+    assert not any(folder == str(outside) for folder, _ in _started)  # nothing left running
+
+
+def _lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []

@@ -22,7 +22,7 @@ from lorestore.core.normalise import (
     value_digest,
     value_digests,
 )
-from lorestore.core.records import format_ts, normalise_ts, parse_ts
+from lorestore.core.timestamps import format_ts, normalise_ts, parse_ts
 from lorestore.core.validation import (
     MAX_VALUE_BYTES,
     validate_address,

@@ -150,8 +150,23 @@ def test_a_session_start_hook_loads_neither_the_capture_nor_the_sweeps(home: Pat
         {"session_id": "s2", "hook_event_name": "SessionStart", "cwd": str(home.parent)}
     )
     hooked = _loaded(home, ["hook", "session-start", "--host", "claude-code"], stdin=start)
-    assert "lorestore.service.recall" in hooked  # the control: it recalled
+    assert "lorestore.service.recaller" in hooked  # the control: it recalled (service/recaller.py)
     later = ("lorestore.ingest.events", "lorestore.ingest.signal", "lorestore.service.maintenance")
     assert _present(hooked, later) == []
     swept = _loaded(home, ["maintain"])  # the control: a command that runs the sweeps
     assert _present(swept, ("lorestore.service.maintenance",)) == ["lorestore.service.maintenance"]
+
+
+def test_a_session_start_hook_imports_no_pydantic(home: Path) -> None:
+    """A host starts the hook as a cold process at every session: it recalls on plain values
+    (service/recaller.py), without the operations' models or the record models."""
+    start = json.dumps(
+        {"session_id": "s3", "hook_event_name": "SessionStart", "cwd": str(home.parent)}
+    )
+    hooked = _loaded(home, ["hook", "session-start", "--host", "claude-code"], stdin=start)
+    assert "lorestore.service.recaller" in hooked  # the control: it recalled
+    models = ("pydantic", "pydantic_core", "lorestore.models", "lorestore.core.records")
+    assert _present(hooked, models) == []
+    # The control: the CLI's recall, the same recall behind memory_recall, validates with them.
+    recalled = _loaded(home, ["recall"])
+    assert _present(recalled, models) == list(models)

@@ -12,7 +12,7 @@ from tests import github
 from tests.conftest import dump_text
 from tests.ingest.conftest import Hook
 
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 
 GOOD = "Don't mock the clock here: use the frozen_clock fixture from conftest instead."
 

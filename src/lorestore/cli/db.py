@@ -297,7 +297,7 @@ def approve_binding_command(
     refused while other owners keep lessons at the scopes it claims."""
     from datetime import UTC, datetime
 
-    from lorestore.core.records import format_ts
+    from lorestore.core.timestamps import format_ts
     from lorestore.service.orgs import approve_binding
 
     try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 DATA_PACKAGE = "confusable_homoglyphs"
 TABLE = "confusables.json"
@@ -36,7 +36,8 @@ def skeleton(text: str) -> str:
 
 @cache
 def _table() -> dict[int, str]:
-    shipped = resources.files(__package__ or "lorestore.core").joinpath(TABLE)
+    # Beside this module (importlib.resources costs a cold process more than the read).
+    shipped = Path(__file__).with_name(TABLE)
     table: dict[str, str] = json.loads(shipped.read_text("utf-8"))
     return {ord(char): proto for char, proto in table.items()}
 
@@ -92,6 +93,8 @@ def _settled(text: str, raw: dict[int, str]) -> str:
 
 
 def _graph() -> dict[str, set[str]]:
+    from importlib import resources  # building the table is a maintainer's step
+
     data = json.loads(resources.files(DATA_PACKAGE).joinpath("confusables.json").read_text("utf-8"))
     graph: dict[str, set[str]] = {}
     for char, entries in data.items():

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic import GetCoreSchemaHandler
-from pydantic_core import core_schema
+from typing import TYPE_CHECKING, Any, Literal
 
 from lorestore.core.errors import LorestoreError
+
+if TYPE_CHECKING:  # the stores and the hooks handle owners without loading pydantic
+    from pydantic import GetCoreSchemaHandler
+    from pydantic_core import core_schema
 
 OwnerKind = Literal["user", "org"]
 KINDS: tuple[OwnerKind, ...] = ("user", "org")
@@ -122,6 +123,8 @@ class Owner:
     ) -> core_schema.CoreSchema:
         # JSON (and JSON schema): exactly the object a dict[str, str] field had. Python: an
         # Owner as is, or that object. Serialised, in either mode, to that object.
+        from pydantic_core import core_schema
+
         record = core_schema.dict_schema(core_schema.str_schema(), core_schema.str_schema())
         from_record = core_schema.no_info_after_validator_function(_from_record, record)
         return core_schema.json_or_python_schema(

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from lorestore.core.records import Dependency, Lesson
+if TYPE_CHECKING:  # recall's candidates are heads: a hook decides without the record models
+    from lorestore.core.records import Lesson
 
 RevisionPolicy = Literal["none", "commit", "files"]
 TRUST_RANK = {"verified": 0, "corroborated": 1, "candidate": 2, "disputed": 3, "rejected": 4}
@@ -50,6 +51,14 @@ class ScopePolicy:
     require_review: bool = False
 
 
+class FileBlob(NamedTuple):
+    """A file a lesson depends on, with the git blob hash it had when the lesson was written
+    (a record's ``depends_on`` entry, as recall's ``files`` policy reads it)."""
+
+    path: str
+    blob: str
+
+
 class LessonHead(NamedTuple):
     """The part of a lesson recall decides on and renders (`source` reduced to the three
     fields the fence shows and the commit policy reads). A named tuple: a recall builds a
@@ -68,7 +77,7 @@ class LessonHead(NamedTuple):
     agent: str | None = None
     author: str | None = None
     commit: str | None = None
-    depends_on: tuple[Dependency, ...] = ()
+    depends_on: tuple[FileBlob, ...] = ()
     valid_from: str | None = None
     valid_to: str | None = None
     association: str | None = None  # source.author_association (a GitHub capture's)
@@ -105,7 +114,7 @@ def head_of(lesson: Lesson) -> LessonHead:
         agent=lesson.source.agent,
         author=lesson.source.author,
         commit=lesson.source.commit,
-        depends_on=tuple(lesson.depends_on),
+        depends_on=tuple(FileBlob(d.path, d.blob) for d in lesson.depends_on),
         valid_from=lesson.valid_from,
         valid_to=lesson.valid_to,
         association=lesson.source.author_association,

@@ -31,6 +31,23 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
+def unstorable(text: str) -> str | None:
+    """Why neither store could keep ``text`` as UTF-8, if so: a NUL (PostgreSQL refuses it)
+    or a lone surrogate (not Unicode text; a command-line argument not in UTF-8 becomes one)."""
+    why = (
+        "contains a character that is not text: a NUL (\\x00), or half of a UTF-16 surrogate "
+        "pair (a string cut inside an emoji, or bytes that are not UTF-8)"
+    )
+    if "\x00" in text:
+        return why  # over MCP stdio, half a surrogate pair arrives as a NUL (transports/mcp)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return why
+    return None
+
+
 def has_control(text: str) -> bool:
     """Whether ``text`` holds a control character (Unicode category Cc)."""
     return _CONTROL.search(text) is not None

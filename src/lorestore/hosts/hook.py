@@ -21,13 +21,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lorestore.hosts import HOSTS
 from lorestore.hosts.events import EVENTS, Payload, answer, empty_answer, parse_payload, session_key
 
 if TYPE_CHECKING:
-    from lorestore.models import RecallResult
+    from lorestore.auth.actor import Actor
+    from lorestore.config import Settings
+    from lorestore.core.recall import LessonHead
 
 # The hooks install writes give the host a 10 s timeout; the watchdog answers well before.
 DEADLINE_S = 5.0
@@ -41,6 +43,19 @@ USAGE = (
     f"  EVENT: {', '.join(EVENTS)}\n  HOST:  {', '.join(HOSTS)}\n"
     "reads the host's hook JSON on stdin and answers in the host's format (docs/hosts.md)"
 )
+
+
+class Recall(NamedTuple):
+    """What a hook reads of a recall, made on the embedded store or by a server."""
+
+    recall_id: str
+    repo: str | None
+    branch: str | None
+    revision: str | None
+    offered: list[LessonHead]
+    held: list[list[str]]  # the reasons of each lesson held back
+    not_considered: list[str]
+    text: str  # the fenced block of the lessons offered
 
 
 class _Answer:
@@ -171,15 +186,14 @@ class SessionState:
 
 def _session_start(payload: Payload, state: SessionState) -> str | None:
     result = _recall(payload, task=None, budget=BUDGETS["session-start"])
-    ids = [_given_id(o.lesson.id, o.lesson.version) for o in result.offered]
+    ids = [_given_id(lesson.id, lesson.version) for lesson in result.offered]
     state.given = [*state.given, *(i for i in ids if i not in state.given)]
     state.save()
-    ctx = result.context
-    where = ctx.repo or "no repository"
-    if ctx.repo and ctx.branch:
-        where += f" on {ctx.branch}"
-    if ctx.revision:
-        where += f" at {ctx.revision[:12]}"
+    where = result.repo or "no repository"
+    if result.repo and result.branch:
+        where += f" on {result.branch}"
+    if result.revision:
+        where += f" at {result.revision[:12]}"
     line = f"lorestore: {len(result.offered)} lesson(s) recalled for {where}"
     held = held_summary(result)
     if held:
@@ -192,13 +206,13 @@ def _session_start(payload: Payload, state: SessionState) -> str | None:
     return f"{line}.\n{result.text}"
 
 
-def held_summary(result: RecallResult) -> str:
+def held_summary(result: Recall) -> str:
     """The held lessons in one line: how many, by reason (the first of each)."""
     if not result.held:
         return ""
     counts: dict[str, int] = {}
-    for held in result.held:
-        reason = held.reasons[0].split(":", 1)[0] if held.reasons else "held"
+    for reasons in result.held:
+        reason = reasons[0].split(":", 1)[0] if reasons else "held"
         counts[reason] = counts.get(reason, 0) + 1
     parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=_by_count))
     return f"held back {len(result.held)} ({parts})"
@@ -216,11 +230,13 @@ def _prompt(payload: Payload, state: SessionState) -> str | None:
         return None
     result = _recall(payload, task=text[:2000], budget=BUDGETS["prompt"])
     fresh = [
-        o for o in result.offered if _given_id(o.lesson.id, o.lesson.version) not in state.given
+        lesson
+        for lesson in result.offered
+        if _given_id(lesson.id, lesson.version) not in state.given
     ]
     if not fresh:
         return None
-    state.given += [_given_id(o.lesson.id, o.lesson.version) for o in fresh]
+    state.given += [_given_id(lesson.id, lesson.version) for lesson in fresh]
     state.save()
     return f"lorestore: {len(fresh)} more lesson(s) for this prompt.\n" + _fence(result, fresh)
 
@@ -277,46 +293,28 @@ def _given_id(lesson_id: str, version: int) -> str:
     return f"{lesson_id}@{version}"
 
 
-def _fence(result: RecallResult, offered: list[Any]) -> str:
+def _fence(result: Recall, offered: list[LessonHead]) -> str:
     """The fenced block of ``result`` with only ``offered`` in it."""
-    from lorestore.core.recall import LessonHead, render_fence
+    from lorestore.core.recall import render_fence
 
-    heads = [
-        LessonHead(
-            id=o.lesson.id,
-            scope=o.lesson.scope,
-            key=o.lesson.key,
-            value=o.lesson.value,
-            trust=o.lesson.trust,
-            version=o.lesson.version,
-            seen_count=o.lesson.seen_count,
-            recorded_at=o.lesson.recorded_at,
-            updated_at=o.lesson.updated_at,
-            agent=o.lesson.source.agent,
-            author=o.lesson.source.author,
-            commit=o.lesson.source.commit,
-        )
-        for o in offered
-    ]
     return render_fence(
-        result.recall_id,
-        heads,
-        result.not_considered,
-        repository_known=result.context.repo is not None,
+        result.recall_id, offered, result.not_considered, repository_known=result.repo is not None
     )
 
 
-def _recall(payload: Payload, *, task: str | None, budget: int) -> RecallResult:
+def _recall(payload: Payload, *, task: str | None, budget: int) -> Recall:
     """Recall in the payload's working directory, as an agent of the host's session, on the
     embedded store or (LORESTORE_URL, LORESTORE_TOKEN) a server, whose token must be an
     agent's: a person's review or admin token is refused as ``lorestore mcp`` refuses it."""
+    from lorestore.gitinfo import read_ahead
+
+    cwd = payload.cwd if payload.cwd and os.path.isdir(payload.cwd) else os.getcwd()
+    read_ahead(cwd)  # git answers while the store's modules load
+
     from dataclasses import replace
 
     from lorestore.auth.actor import local_agent
-    from lorestore.cli.backend import open_backend, with_git_context
     from lorestore.config import load_settings
-    from lorestore.models import RecallResult
-    from lorestore.operations import BY_NAME
 
     # Lexical on a local store: a hook is a process of its own per event, within the host's
     # deadline, and the semantic model's first load (numpy, the tokenizer, the weights) costs
@@ -326,22 +324,62 @@ def _recall(payload: Payload, *, task: str | None, budget: int) -> RecallResult:
     if settings.session:
         session = settings.session
     actor = local_agent(principal=settings.principal, session=session, agent=payload.host)
+    arguments: dict[str, Any] = {"budget": budget}
+    if task:
+        arguments["task"] = task
+    if settings.remote:
+        return _remote_recall(settings, actor, arguments, cwd)
+    # The embedded store: recall alone, on plain values (service/recaller.py), the same
+    # recall memory_recall runs, without the service's other operations or pydantic.
+    from lorestore.composition import build_recall
+    from lorestore.gitinfo import fill_from_git
+    from lorestore.service.recaller import RecallRequest
+
+    recaller = build_recall(settings, local_files=True)
+    try:
+        request = RecallRequest.of(fill_from_git("memory_recall", arguments, cwd))
+        recalled = recaller.recall_lessons(actor, request)
+    finally:
+        recaller.store.close()
+    context = recalled.context
+    return Recall(
+        recall_id=recalled.recall_id,
+        repo=context["repo"],
+        branch=context["branch"],
+        revision=context["revision"],
+        offered=[d.candidate.lesson for d in recalled.offered],
+        held=[list(d.reasons) for d in recalled.held],
+        not_considered=recalled.not_considered,
+        text=recalled.text,
+    )
+
+
+def _remote_recall(settings: Settings, actor: Actor, arguments: dict[str, Any], cwd: str) -> Recall:
+    """memory_recall on a server, its context and files' blobs from git here."""
+    from lorestore.cli.backend import open_backend, with_git_context
+    from lorestore.core.recall import head_of
+    from lorestore.models import RecallResult
+    from lorestore.operations import BY_NAME
+    from lorestore.transports.mcp.stdio import bridged_permissions
+
     backend = open_backend(settings, actor)
     try:
-        if settings.remote:
-            from lorestore.transports.mcp.stdio import bridged_permissions
-
-            bridged_permissions(backend.invoke, allow_person_token=False)
+        bridged_permissions(backend.invoke, allow_person_token=False)
         op = BY_NAME["memory_recall"]
-        data: dict[str, Any] = {"budget": budget}
-        if task:
-            data["task"] = task
-        cwd = payload.cwd if payload.cwd and os.path.isdir(payload.cwd) else os.getcwd()
-        result = with_git_context(backend.invoke, cwd)(op, op.parse(data))
+        result = with_git_context(backend.invoke, cwd)(op, op.parse(arguments))
     finally:
         backend.close()
     assert isinstance(result, RecallResult)
-    return result
+    return Recall(
+        recall_id=result.recall_id,
+        repo=result.context.repo,
+        branch=result.context.branch,
+        revision=result.context.revision,
+        offered=[head_of(o.lesson) for o in result.offered],
+        held=[list(h.reasons) for h in result.held],
+        not_considered=result.not_considered,
+        text=result.text,
+    )
 
 
 def _home() -> Path:

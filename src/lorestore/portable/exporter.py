@@ -12,8 +12,9 @@ from typing import Any
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.patterns import normalise_pattern, pattern_within, scope_allowed
-from lorestore.core.records import Lesson, normalise_ts
+from lorestore.core.records import Lesson
 from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import normalise_ts
 from lorestore.portable.jsonl import encode
 from lorestore.portable.models import ExportParams, ExportSummary, State
 

@@ -21,8 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import parse_ts
 from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.timestamps import parse_ts
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.portable.jsonl import Incoming, decode_value
 

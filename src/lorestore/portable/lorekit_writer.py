@@ -13,8 +13,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import parse_ts
 from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import parse_ts
 from lorestore.core.validation import validate_key
 from lorestore.portable.lorekit import (  # the file format, read and written alike
     _SOURCE,

@@ -24,8 +24,9 @@ from lorestore.core.errors import LorestoreError
 from lorestore.core.jsontext import dumps
 from lorestore.core.normalise import value_digest, value_digests
 from lorestore.core.owner import Owner
-from lorestore.core.records import Lesson, LessonVersion, normalise_ts
+from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.scope import Scope, parse_scope, repository
+from lorestore.core.timestamps import normalise_ts
 from lorestore.core.validation import (
     CANONICAL_UUID,
     validate_address,

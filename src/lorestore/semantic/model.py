@@ -5,7 +5,6 @@ model is loaded on first use (about half a second) and kept for the process."""
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import re
 import threading
@@ -68,6 +67,8 @@ def availability(enabled: bool = True) -> Availability:
 
 @functools.cache
 def _package_version() -> str:
+    import importlib.metadata  # on first use: a recall without the model reads no metadata
+
     return importlib.metadata.version(PACKAGE)
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import timedelta
 
 from lorestore.auth.actor import Actor
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.models import ActivityParams, ActivityResult, DayActivity
 from lorestore.service.base import ServiceBase, bounded
 

@@ -3,12 +3,14 @@ owner's hash chain (``core.audit.chain_hash``), for every operation and for impo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorestore.auth.actor import Actor
 from lorestore.core.audit import GENESIS, AuditEntry
-from lorestore.core.records import Lesson
 from lorestore.storage.protocol import Transaction
+
+if TYPE_CHECKING:
+    from lorestore.core.records import Lesson
 
 
 def lesson_entry(

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorestore.auth.actor import Actor, Permission
 from lorestore.config import WebhookSettings
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.patterns import most_specific, scope_allowed
-from lorestore.core.records import Lesson, LessonVersion, format_ts
 from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import format_ts
 from lorestore.core.validation import validate_key
 from lorestore.ingest.keys import SecretBox
 from lorestore.service.audit import AuditChain, lesson_entry
 from lorestore.service.budget import Leases
 from lorestore.storage.protocol import Binding, Store, StoredLesson, Transaction
+
+if TYPE_CHECKING:
+    from lorestore.core.records import Lesson, LessonVersion
 
 Clock = Callable[[], datetime]
 BlobLookup = Callable[[str, list[str]], dict[str, str | None]]
@@ -42,6 +45,8 @@ def is_served(lesson: Lesson, now: str) -> bool:
 
 
 def version_of(lesson: Lesson, digest: str, actor: Actor, state: str = "accepted") -> LessonVersion:
+    from lorestore.core.records import LessonVersion  # the writes' (recall loads no pydantic)
+
     return LessonVersion.model_validate(
         {
             "lesson_id": lesson.id,

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.models import (
     InviteInfo,
     OrgAcceptParams,

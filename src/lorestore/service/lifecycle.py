@@ -9,8 +9,8 @@ from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import value_digests
 from lorestore.core.owner import Owner
-from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import format_ts
 from lorestore.models import (
     ChangeParams,
     DeleteParams,

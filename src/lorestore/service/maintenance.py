@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lorestore.auth.actor import ALL_PERMISSIONS, Actor, local_actor
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.models import NoParams, PurgeParams
 from lorestore.service import LessonService
 

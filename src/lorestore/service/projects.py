@@ -1,5 +1,6 @@
 """Projects: which repositories form a project (``project_add``, ``project_remove``,
-``project_list``), and the project rungs recall and search derive from a repository.
+``project_list``). The project rungs recall and search derive from a repository are
+service/recaller.py's (``project_names``).
 
 Declaring is a person's act (the ``review`` permission): it decides which lessons reach every
 task in those repositories. A project belongs to the owner its scope ``project::NAME`` routes
@@ -33,12 +34,6 @@ def _project_scope(name: str) -> str:
 def _repos(repos: list[str]) -> list[str]:
     """The canonical, de-duplicated repositories a call names, in the order given."""
     return list(dict.fromkeys(repository(r) for r in repos))
-
-
-def project_names(tx: Transaction, owners: list[str], repo: str) -> list[str]:
-    """The names of the projects these owners declared to hold ``repo``, by name, each once:
-    the order of the project rungs of a ladder (docs/cli.md#project)."""
-    return list(dict.fromkeys(d.project for d in tx.projects_of_repo(owners, repository(repo))))
 
 
 class ProjectOperations(ServiceBase):
@@ -107,13 +102,6 @@ class ProjectOperations(ServiceBase):
         the chain of the project's owner."""
         detail = {"owner": owner, "project": name, "repos": repos}
         self._audit(tx, actor, action, None, owner=owner, detail=detail)
-
-    def _projects_for(self, tx: Transaction, actor: Actor, repo: str | None) -> list[str]:
-        """The project rungs a task's repository brings: the projects the actor's readable
-        owners declared to hold it, by name."""
-        if not repo:
-            return []
-        return project_names(tx, self._readable_owners(tx, actor), repo)
 
 
 def _repos_of(tx: Transaction, owner: str, name: str) -> list[str]:

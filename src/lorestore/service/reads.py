@@ -13,7 +13,6 @@ from lorestore.core.audit import check_chain
 from lorestore.core.errors import LorestoreError, not_found
 from lorestore.core.normalise import value_digests
 from lorestore.core.patterns import pattern_within, scope_allowed
-from lorestore.core.records import normalise_ts
 from lorestore.core.scope import parse_scope
 from lorestore.core.search import (
     encode_cursor,
@@ -21,6 +20,7 @@ from lorestore.core.search import (
     listing_mark,
     paged_cursor,
 )
+from lorestore.core.timestamps import normalise_ts
 from lorestore.core.trust import trust_as_of
 from lorestore.core.validation import validate_key, validate_tags
 from lorestore.models import (

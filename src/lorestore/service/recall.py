@@ -1,21 +1,19 @@
 """``memory_recall``, ``memory_explain`` and ``memory_policy``: the lessons that apply to a
-task, the ones held back and why, and the per-scope policies that decide it."""
+task, the ones held back and why, and the per-scope policies that decide it. The recall itself
+is service/recaller.py's, on plain values; ``memory_recall`` gives it its validated arguments
+and shapes its answer."""
 
 from __future__ import annotations
 
-import uuid
-from collections import Counter
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.patterns import scope_allowed
-from lorestore.core.recall import Candidate, Decision, ScopePolicy, render_fence, select
-from lorestore.core.records import Lesson, format_ts, normalise_ts
-from lorestore.core.scope import ladder, parse_scope
-from lorestore.core.search import query_terms
+from lorestore.core.recall import Decision, ScopePolicy
+from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import format_ts, normalise_ts
 from lorestore.models import (
     ExplainedLesson,
     ExplainParams,
@@ -29,27 +27,21 @@ from lorestore.models import (
     RecallResult,
     RecallsParams,
     RecallsResult,
-    SearchParams,
 )
 from lorestore.service.base import bounded
 from lorestore.service.projects import ProjectOperations
-from lorestore.service.retrieval import hybrid_candidates
-from lorestore.storage.protocol import PolicyRow, RecallRecord, Transaction
+from lorestore.service.recaller import (
+    OWNER_DEFAULT,
+    Recaller,
+    RecallRequest,
+    scope_policy,
+    trust_label,
+)
+from lorestore.storage.protocol import PolicyRow, RecallRecord
 
-CANDIDATES_PER_RUNG = 25
-OWNER_DEFAULT = "*"
 # A recall holds a hundred or more lessons; pydantic-core builds each held entry from a dict
 # in a third of the time model_construct takes (the fields come from stored records).
 _held = HeldLesson.__pydantic_validator__.validate_python
-
-
-def _policy(rows: list[PolicyRow], scope: str) -> tuple[ScopePolicy, str | None]:
-    by_scope = {r.scope: r for r in rows}
-    row = by_scope.get(scope) or by_scope.get(OWNER_DEFAULT)
-    if row is None:
-        return ScopePolicy(), None
-    inherited = None if row.scope == scope else OWNER_DEFAULT
-    return ScopePolicy(row.revision_policy, row.require_review), inherited  # type: ignore[arg-type]
 
 
 def _covers(actor: Actor, record: RecallRecord) -> bool:
@@ -62,168 +54,31 @@ def _covers(actor: Actor, record: RecallRecord) -> bool:
     return all(scope_allowed(actor.scopes, parse_scope(scope)) for scope in named)
 
 
-def _logged(d: Decision) -> dict[str, Any]:
-    lesson = d.candidate.lesson
-    return {
-        "lesson_id": lesson.id,
-        "scope": lesson.scope,
-        "key": lesson.key,
-        "version": lesson.version,
-        "reasons": list(d.reasons),
-    }
-
-
-class RecallOperations(ProjectOperations):
+class RecallOperations(ProjectOperations, Recaller):
     """Recall derives its project rungs from the repository (ProjectOperations)."""
 
     def memory_recall(self, actor: Actor, p: RecallParams) -> RecallResult:
-        self._require(actor, "read")
-        budget = bounded("budget", p.budget, 100, 20_000)
-        ladder(repo=p.repo, branch=p.branch, project=p.project)  # a bad context: refused first
-        terms = _task_terms(p.task)
-        now = self._now()
-        with self.store.transaction(write=False, actor=actor.principal) as tx:
-            projects, rungs = self._ladder(tx, actor, p)
-            candidates, records, not_considered, retrieval = self._candidates(
-                tx, actor, rungs, terms, p.task
-            )
-        blobs = self._blobs(candidates, p)
-        selection = select(
-            candidates, rungs, budget=budget, now=now, revision=p.revision, blobs=blobs
-        )
-        recall_id = str(uuid.uuid4())
-        held = [_logged(d) for d in selection.held]
-        context = RecallContext(
-            repo=p.repo,
-            branch=p.branch,
-            revision=p.revision,
-            project=p.project,
-            projects=projects,
-            task=p.task,
-            budget=budget,
-            ladder=rungs,
-            at=now,
-            retrieval=retrieval,
-        )
-        with self.store.transaction(write=True, actor=actor.principal) as tx:
-            tx.insert_recall(
-                RecallRecord(
-                    recall_id=recall_id,
-                    owner=actor.owner,
-                    at=now,
-                    actor=actor.principal,
-                    context=context.model_dump() | {"not_considered": not_considered},
-                    offered=[_logged(d) for d in selection.offered],
-                    held=held,
-                )
-            )
+        recalled = self.recall_lessons(actor, RecallRequest.of(p.__dict__))
         return RecallResult(
-            recall_id=recall_id,
-            context=context,
+            recall_id=recalled.recall_id,
+            context=RecallContext(**recalled.context),
             offered=[
                 OfferedLesson(
-                    lesson=records[d.candidate.lesson.id](),
+                    lesson=recalled.records[d.candidate.lesson.id](),
                     label=_label(d),
                     tokens=d.tokens,
                     reasons=list(d.reasons),
                 )
-                for d in selection.offered
+                for d in recalled.offered
             ],
             held=[
                 _held(entry | {"trust": d.candidate.lesson.trust})
-                for d, entry in zip(selection.held, held, strict=True)
+                for d, entry in zip(recalled.held, recalled.held_logged, strict=True)
             ],
-            not_considered=not_considered,
-            tokens_used=selection.tokens_used,
-            text=render_fence(
-                recall_id,
-                [d.candidate.lesson for d in selection.offered],
-                not_considered,
-                repository_known=context.repo is not None,
-            ),
+            not_considered=recalled.not_considered,
+            tokens_used=recalled.tokens_used,
+            text=recalled.text,
         )
-
-    def _ladder(
-        self, tx: Transaction, actor: Actor, p: RecallParams | SearchParams
-    ) -> tuple[list[str], list[str]]:
-        """The project rungs of a context (the one named, then those declared to hold its
-        repository, by name) and its ladder, narrowed to the scopes a confined token covers."""
-        derived = self._projects_for(tx, actor, p.repo)
-        scopes = ladder(repo=p.repo, branch=p.branch, project=p.project, projects=derived)
-        rungs = [s.text for s in scopes]
-        if actor.scopes is not None:
-            rungs = [r for r in rungs if scope_allowed(actor.scopes, parse_scope(r))]
-        projects = [r.removeprefix("project::") for r in rungs if r.startswith("project::")]
-        return projects, rungs
-
-    def _candidates(
-        self,
-        tx: Transaction,
-        actor: Actor,
-        rungs: list[str],
-        terms: list[str] | None,
-        task: str | None,
-    ) -> tuple[list[Candidate], dict[str, Callable[[], Lesson]], list[str], str]:
-        """The candidates; by lesson id the full record of each (decoded when offered); the
-        rungs holding lessons that are not among the candidates, which recall therefore
-        neither offers nor holds (it says so rather than pass over them in silence); and how
-        they were retrieved (lexical or hybrid)."""
-        rungs_of = self._rungs_of(tx, actor, rungs)
-        found: list[Candidate] = []
-        records: dict[str, Callable[[], Lesson]] = {}
-        rows, retrieval = hybrid_candidates(
-            tx, list(rungs_of), terms, task, limit=CANDIDATES_PER_RUNG
-        )
-        for row in rows:
-            rung, policy = rungs_of[(row.owner, row.head.scope)]
-            found.append(Candidate(row.head, row.value_digest, rung, row.score, policy))
-            records[row.head.id] = row.record
-        weighed = Counter((row.owner, row.head.scope) for row in rows)
-        not_considered = [
-            scope
-            for owner, scope in rungs_of
-            if tx.has_more_lessons(owner, scope, weighed[(owner, scope)])
-        ]
-        return found, records, not_considered, retrieval
-
-    def _rungs_of(
-        self, tx: Transaction, actor: Actor, rungs: list[str]
-    ) -> dict[tuple[str, str], tuple[int, ScopePolicy]]:
-        """By (owner, scope): each rung's position in the ladder and its scope's policy. A
-        rung the actor may not read (another org's territory) is left out: it adds nothing."""
-        bindings = tx.bindings_for(actor.principal)
-        owned: list[tuple[int, str, str]] = []
-        for rung, scope in enumerate(rungs):
-            try:
-                owner = self._owner_for(tx, actor, scope, write=False, bindings=bindings)
-            except LorestoreError:
-                continue
-            owned.append((rung, owner, scope))
-        policies: dict[str, list[PolicyRow]] = {}  # one read per owner, for all its rungs
-        for owner in dict.fromkeys(owner for _, owner, _ in owned):
-            scopes = [scope for _, o, scope in owned if o == owner]
-            policies[owner] = tx.scope_policies(owner, [*scopes, OWNER_DEFAULT])
-        return {
-            (owner, scope): (rung, _policy(policies[owner], scope)[0])
-            for rung, owner, scope in owned
-        }
-
-    def _blobs(
-        self, candidates: list[Candidate], p: RecallParams | SearchParams
-    ) -> dict[str, str | None]:
-        blobs: dict[str, str | None] = dict(p.blobs or {})
-        needed = sorted(
-            {
-                dep.path
-                for c in candidates
-                if c.policy.revision_policy == "files"
-                for dep in c.lesson.depends_on
-                if dep.path not in blobs
-            }
-        )
-        if needed and p.cwd and self.blob_lookup is not None:
-            blobs.update(self.blob_lookup(p.cwd, needed))
-        return blobs
 
     def memory_explain(self, actor: Actor, p: ExplainParams) -> ExplainResult:
         self._require(actor, "read")
@@ -302,7 +157,9 @@ class RecallOperations(ProjectOperations):
                 if scope == OWNER_DEFAULT
                 else self._owner_for(tx, actor, scope, write=setting)
             )
-            current, inherited = _policy(tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope)
+            current, inherited = scope_policy(
+                tx.scope_policies(owner, [scope, OWNER_DEFAULT]), scope
+            )
             if setting:
                 row = PolicyRow(
                     scope,
@@ -338,19 +195,5 @@ class RecallOperations(ProjectOperations):
         )
 
 
-def _task_terms(task: str | None) -> list[str] | None:
-    if not task:
-        return None
-    try:
-        return query_terms(task)
-    except LorestoreError:
-        return None  # a task with no searchable words still gets trusted and recent lessons
-
-
 def _label(d: Decision) -> str:
     return trust_label(d.candidate.lesson.trust)
-
-
-def trust_label(trust: str) -> str:
-    """How a served lesson's trust is shown: verified, corroborated, unverified, disputed."""
-    return "unverified" if trust == "candidate" else trust

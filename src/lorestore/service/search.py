@@ -32,7 +32,8 @@ from lorestore.core.search import query_terms
 from lorestore.core.validation import validate_tags
 from lorestore.models import SearchHitOut, SearchParams, SearchResult
 from lorestore.service.base import bounded
-from lorestore.service.recall import RecallOperations, trust_label
+from lorestore.service.recall import RecallOperations
+from lorestore.service.recaller import trust_label
 from lorestore.service.retrieval import hybrid_hits
 from lorestore.storage.protocol import SearchHit, Transaction
 

@@ -21,7 +21,7 @@ from lorestore.auth.tokens import (
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
 from lorestore.core.patterns import normalise_pattern, pattern_within
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.models import (
     NoParams,
     TokenCreateParams,

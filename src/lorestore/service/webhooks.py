@@ -13,8 +13,8 @@ from lorestore.auth.actor import Actor
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
 from lorestore.core.patterns import most_specific, pattern_within
-from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import format_ts
 from lorestore.ingest.keys import new_secret
 from lorestore.ingest.models import (
     WEBHOOK_PATH,

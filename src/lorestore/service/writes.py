@@ -26,10 +26,9 @@ from lorestore.core.records import (
     LessonKind,
     LessonVersion,
     Source,
-    format_ts,
-    normalise_ts,
 )
 from lorestore.core.scope import Scope, parse_scope
+from lorestore.core.timestamps import format_ts, normalise_ts
 from lorestore.core.trust import transition
 from lorestore.core.validation import (
     validate_address,

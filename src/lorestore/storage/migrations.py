@@ -13,11 +13,10 @@ import re
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from importlib import resources
-from importlib.resources.abc import Traversable
 from typing import Protocol
 
 from lorestore.core.errors import LorestoreError
+from lorestore.storage.queries import package_folder
 
 _FILENAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -35,9 +34,8 @@ class Migration:
 
 def discover(package: str) -> list[Migration]:
     """Migrations shipped in ``package`` (a folder of ``.sql`` files), in order."""
-    folder: Traversable = resources.files(package)
     found: list[Migration] = []
-    for entry in folder.iterdir():
+    for entry in package_folder(package).iterdir():
         match = _FILENAME.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lorestore.core.audit import AuditHead
 from lorestore.core.recall import LessonHead
-from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 from lorestore.storage.webhooks import WebhookTransaction
+
+if TYPE_CHECKING:
+    from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 
 
 @dataclass(frozen=True, slots=True)

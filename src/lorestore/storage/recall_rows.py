@@ -11,8 +11,7 @@ from typing import Any
 
 from lorestore.core.jsontext import dumps
 from lorestore.core.rarity import rarity_scores
-from lorestore.core.recall import LessonHead
-from lorestore.core.records import Dependency
+from lorestore.core.recall import FileBlob, LessonHead
 from lorestore.storage.protocol import RecallRecord, RecallRow
 from lorestore.storage.rows import RowLike, json_field, json_value, lesson_from_row, ts_text
 
@@ -110,7 +109,7 @@ def recall_rows(rows: Sequence[RowLike]) -> list[RecallRow]:
             agent,
             author,
             commit,
-            tuple(Dependency.model_validate(d) for d in json_field(depends_on, [])),
+            tuple(FileBlob(d["path"], d["blob"]) for d in json_field(depends_on, [])),
             ts_text(valid_from),
             ts_text(valid_to),
             _association(source),

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lorestore.core.audit import CHAINED_FIELDS
 from lorestore.core.jsontext import dumps
 from lorestore.core.owner import Owner
-from lorestore.core.records import AuditEvent, Lesson, LessonVersion, format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.storage.protocol import (
     ForeignRecord,
     ImportedLesson,
@@ -26,6 +26,9 @@ from lorestore.storage.protocol import (
     TokenRecord,
     Tombstone,
 )
+
+if TYPE_CHECKING:
+    from lorestore.core.records import AuditEvent, Lesson, LessonVersion
 
 
 class RowLike(Protocol):
@@ -65,6 +68,8 @@ def _text(value: Any) -> str | None:
 
 
 def lesson_from_row(row: RowLike) -> Lesson:
+    from lorestore.core.records import Lesson  # at the first record: not in a hook
+
     return Lesson.model_validate(
         {
             "id": str(row["id"]),
@@ -169,6 +174,8 @@ def lesson_params(lesson: Lesson, value_digest: str, pending_version: int | None
 
 
 def version_from_row(row: RowLike, lesson_id: str) -> LessonVersion:
+    from lorestore.core.records import LessonVersion  # at the first record: not in a hook
+
     return LessonVersion.model_validate(
         {
             "lesson_id": lesson_id,
@@ -228,6 +235,8 @@ def audit_dict(row: RowLike) -> dict[str, Any]:
 
 
 def audit_from_row(row: RowLike) -> AuditEvent:
+    from lorestore.core.records import AuditEvent  # at the first record: not in a hook
+
     data = audit_dict(row)
     data.pop("prev_hash", None)
     return AuditEvent.model_validate(data)

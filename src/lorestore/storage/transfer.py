@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from lorestore.core.errors import LorestoreError
 from lorestore.core.owner import Owner
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.storage.protocol import Transaction
 from lorestore.storage.reconciliation import (
     CHILD_TABLES,

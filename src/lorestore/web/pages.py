@@ -11,8 +11,8 @@ from typing import Any
 from starlette.responses import Response
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import format_ts
 from lorestore.core.scope import parse_scope
+from lorestore.core.timestamps import format_ts
 from lorestore.web.app import Context
 from lorestore.web.render import Series, day_chart, side_by_side
 

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 
 from lorestore.core.errors import TARGET_CAP_HINT, LorestoreError
 from lorestore.core.jsontext import dumps
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.storage.postgres.dialect import PostgresTransaction
 from lorestore.storage.postgres.errors import CAPS
 from lorestore.storage.postgres.setup import check_migrations

@@ -10,11 +10,13 @@ backend spelled its primitives out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from lorestore.core.records import Lesson
 from lorestore.storage.protocol import StoredLesson
 from lorestore.storage.rows import lesson_from_row
+
+if TYPE_CHECKING:
+    from lorestore.core.records import Lesson
 
 
 class Cursor(Protocol):

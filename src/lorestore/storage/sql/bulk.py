@@ -5,8 +5,8 @@ ids, and inserts that keep what the store already holds. A dialect adds the two 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lorestore.core.records import LessonVersion
 from lorestore.storage.protocol import (
     ForeignRecord,
     PolicyRecord,
@@ -24,6 +24,9 @@ from lorestore.storage.rows import (
     version_params,
 )
 from lorestore.storage.sql.base import SQLBase
+
+if TYPE_CHECKING:
+    from lorestore.core.records import LessonVersion
 
 
 class BulkPrimitives(SQLBase):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorestore.core.jsontext import dumps
-from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.validation import CANONICAL_UUID
 from lorestore.storage.protocol import (
     LessonFilter,
@@ -27,6 +26,9 @@ from lorestore.storage.rows import (
     version_params,
 )
 from lorestore.storage.sql.base import SQLBase, stored
+
+if TYPE_CHECKING:
+    from lorestore.core.records import Lesson, LessonVersion
 
 # A search word held by more lessons than COMMON_FLOOR, and by at least half of them, is not
 # ranked (LessonPrimitives._common_words): below it, ranking every match costs little. Both

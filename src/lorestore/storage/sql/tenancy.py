@@ -4,11 +4,10 @@ scope bindings, caps, rate limits and scope policies."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lorestore.core.audit import AuditHead
 from lorestore.core.jsontext import dumps
-from lorestore.core.records import AuditEvent
 from lorestore.storage.protocol import (
     AuditFilter,
     Binding,
@@ -33,6 +32,9 @@ from lorestore.storage.rows import (
     ts_text,
 )
 from lorestore.storage.sql.base import SQLBase
+
+if TYPE_CHECKING:
+    from lorestore.core.records import AuditEvent
 
 
 class TenancyPrimitives(SQLBase):

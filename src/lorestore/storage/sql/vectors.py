@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lorestore.core.records import Lesson
 from lorestore.storage.protocol import ImportedLesson, RecallRow
 from lorestore.storage.recall_rows import recall_rows
 from lorestore.storage.rows import json_field
 from lorestore.storage.sql.base import SQLBase
+
+if TYPE_CHECKING:
+    from lorestore.core.records import Lesson
 
 if TYPE_CHECKING:
     from lorestore.semantic.index import Vectors

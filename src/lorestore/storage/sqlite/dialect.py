@@ -6,12 +6,12 @@ lands a batch of lessons through a staged ``INSERT ... SELECT``."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lorestore.core.jsontext import dumps
-from lorestore.core.records import Lesson, LessonVersion
 from lorestore.core.search import fts5_expression
 from lorestore.storage.protocol import ImportedLesson, StoredLesson
 from lorestore.storage.queries import load_queries
@@ -19,25 +19,35 @@ from lorestore.storage.rows import imported_row
 from lorestore.storage.sql import SQLTransaction
 from lorestore.storage.sqlite.bulk import BulkLoad
 
+if TYPE_CHECKING:
+    from lorestore.core.records import Lesson, LessonVersion
+
 Q = load_queries("lorestore.storage.sqlite", "queries.sql") | load_queries(
     "lorestore.storage.sqlite", "webhooks.sql"
 )
 
-# The models' own validators, called without the wrapper of ``model_validate_json``: list
-# pages and search decode dozens of records per call, an export page 500.
-_lesson_from_json = Lesson.__pydantic_validator__.validate_json
-_version_from_json = LessonVersion.__pydantic_validator__.validate_json
+
+@functools.cache
+def _from_json() -> tuple[Callable[[str], Lesson], Callable[[str], LessonVersion]]:
+    """The models' own validators, called without the wrapper of ``model_validate_json``: list
+    pages and search decode dozens of records per call, an export page 500. Looked up at the
+    first record decoded: recall (and so a hook) decodes none, and loads no pydantic."""
+    from lorestore.core.records import Lesson, LessonVersion
+
+    return (
+        Lesson.__pydantic_validator__.validate_json,
+        LessonVersion.__pydantic_validator__.validate_json,
+    )
 
 
 def _stored_doc(row: sqlite3.Row) -> StoredLesson:
     """A row ``pk, value_digest, pending_version, doc, ...`` of the lesson_docs view: the record
     comes as JSON, validated in one step."""
-    return StoredLesson(_lesson_from_json(row[3]), row[0], row[1], row[2])
+    return StoredLesson(_from_json()[0](row[3]), row[0], row[1], row[2])
 
 
 def _doc_lesson(row: sqlite3.Row) -> Lesson:
-    lesson: Lesson = _lesson_from_json(row[3])
-    return lesson
+    return _from_json()[0](row[3])
 
 
 def _json_list(values: Sequence[Any]) -> str:
@@ -124,7 +134,7 @@ class SQLiteTransaction(SQLTransaction):
     def versions_of(self, pks: Sequence[int]) -> dict[int, list[LessonVersion]]:
         found: dict[int, list[LessonVersion]] = {pk: [] for pk in pks}
         for pk, doc in self._conn.execute(Q["versions_of"], {"pks": dumps(list(pks))}):
-            found[pk].append(_version_from_json(doc))
+            found[pk].append(_from_json()[1](doc))
         return found
 
     def import_lessons(self, lessons: Sequence[ImportedLesson]) -> list[int | None]:

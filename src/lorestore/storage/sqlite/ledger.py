@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.storage.migrations import Migration
 from lorestore.storage.sqlite.dialect import Q
 

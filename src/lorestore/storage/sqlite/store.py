@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.semantic.index import Vectors
 from lorestore.storage import migrations
 from lorestore.storage.sqlite.bulk import FTS_AUTOMERGE, BulkLoad, fts_automerge, set_fts_automerge

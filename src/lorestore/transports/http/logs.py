@@ -16,8 +16,8 @@ from typing import Any, Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lorestore.auth.actor import Actor
-from lorestore.core.records import format_ts
 from lorestore.core.secrets import LORESTORE_TOKEN
+from lorestore.core.timestamps import format_ts
 from lorestore.transports.http.auth import ACTOR_KEY
 from lorestore.transports.http.errors import ERROR_KEY
 

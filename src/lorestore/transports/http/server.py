@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lorestore.auth.actor import local_actor
 from lorestore.config import Settings
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.models import NoParams, TokenCreateParams
 from lorestore.service import LessonService
 from lorestore.transports.http import API_PREFIX, NO_DELAY, OPENAPI_PATH

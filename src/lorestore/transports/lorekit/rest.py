@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from lorestore import __version__
 from lorestore.core.errors import LorestoreError
-from lorestore.core.records import format_ts
+from lorestore.core.timestamps import format_ts
 from lorestore.transports.http.logs import OPERATION_KEY
 from lorestore.transports.lorekit.adapters import LoreKitOperations
 from lorestore.transports.lorekit.auth import lorekit_actor
