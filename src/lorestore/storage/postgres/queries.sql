@@ -259,7 +259,7 @@ ORDER BY l.pk DESC;
 
 -- name: word_shares
 -- The newest :sample lessons the actor may read (how many were read), and how many of them
--- hold each word (sql/lessons.py, _common_words; migration 0033).
+-- hold each word (sql/lessons.py, _common_words; migration 0034).
 SELECT total, held FROM lorestore_word_shares(%(words)s::text[], %(sample)s);
 
 -- name: scope_counts

@@ -1,4 +1,4 @@
--- 0033_sample_common_words.sql
+-- 0034_sample_common_words.sql
 --
 -- Why: deciding whether a search word is common (migration 0032) counted its matches up to
 --   half the lessons the actor may read: at 100k lessons, 50,001 rows read for a word every
