@@ -7,7 +7,7 @@ lands a batch of lessons through a staged ``INSERT ... SELECT``."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lorestore.core.jsontext import dumps
@@ -87,6 +87,9 @@ class SQLiteTransaction(SQLTransaction):
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
         self._conn.executemany(Q[name], params)
+
+    def _insert_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._conn.executemany(Q[name], rows)
 
     def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
         """Nothing to do: BEGIN IMMEDIATE runs write transactions one at a time."""
