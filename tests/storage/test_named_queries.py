@@ -2,9 +2,10 @@
 
 The code is read with ``ast``, not run: each string passed to a query helper (``_one``,
 ``_all``, ``_exec``, ``_count``, ``_inserted``, ``_executemany``, ``_insert_rows``, recall's
-``fetch``) or used as a key of ``Q``; an f-string over a table name (``select_{table}``) stands for every copied table,
-and a name bound by ``for name in ("a", "b")`` for each of them. Code under ``sqlite/`` asks the
-SQLite files, code under ``postgres/`` the PostgreSQL ones, and shared code both."""
+``fetch``) or used as a key of ``Q``; an f-string over a table name (``select_{table}``) stands
+for every copied table, and a name bound by ``for name in ("a", "b")`` for each of them. Code
+under ``sqlite/`` asks the SQLite files, code under ``postgres/`` the PostgreSQL ones, and
+shared code both."""
 
 from __future__ import annotations
 

@@ -189,9 +189,11 @@ def test_a_batch_past_the_lesson_cap_is_refused_and_one_up_to_it_lands(
 ) -> None:
     _set_caps(admin, 10, None)
     before = counters(admin)
-    with pytest.raises(LorestoreError) as refused:
-        with store.transaction(write=True, actor=OWNER) as tx:
-            tx.import_lessons([_imported(n, f"Lesson {n}.") for n in range(11)])
+    with (
+        pytest.raises(LorestoreError) as refused,
+        store.transaction(write=True, actor=OWNER) as tx,
+    ):
+        tx.import_lessons([_imported(n, f"Lesson {n}.") for n in range(11)])
     assert refused.value.code == "cap_exceeded"
     assert refused.value.details["cap"] == "active_lessons"
     assert refused.value.message == "user:alice has reached its limit of 10 active lessons"
@@ -210,9 +212,11 @@ def test_a_batch_past_the_byte_cap_is_refused_and_one_up_to_it_lands(
     values = [f"Lesson number {n}." for n in range(20)]
     size = sum(len(v.encode()) + len(b"{}") for v in values)  # value and ext, as counted
     _set_caps(admin, None, size - 1)
-    with pytest.raises(LorestoreError) as refused:
-        with store.transaction(write=True, actor=OWNER) as tx:
-            tx.import_lessons([_imported(n, v) for n, v in enumerate(values)])
+    with (
+        pytest.raises(LorestoreError) as refused,
+        store.transaction(write=True, actor=OWNER) as tx,
+    ):
+        tx.import_lessons([_imported(n, v) for n, v in enumerate(values)])
     assert refused.value.code == "cap_exceeded"
     assert refused.value.details["cap"] == "stored_bytes"
     assert refused.value.message == (
