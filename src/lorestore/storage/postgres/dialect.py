@@ -26,6 +26,8 @@ Q = load_queries("lorestore.storage.postgres", "queries.sql") | load_queries(
 )
 Row = dict[str, Any]
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+_SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"
+
 # Rows per statement of a batch insert: a JSON array of 500 rows is a few hundred KiB.
 ROWS_PER_STATEMENT = 500
 _rows_text = compact_encoder(sort_keys=False, allow_nan=False)
@@ -37,11 +39,9 @@ def rows_json(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def batches(rows: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    """``rows`` in slices of ROWS_PER_STATEMENT, in order."""
     for start in range(0, len(rows), ROWS_PER_STATEMENT):
         yield rows[start : start + ROWS_PER_STATEMENT]
-
-
-_SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"
 
 
 def _is_uuid(text: str) -> bool:
