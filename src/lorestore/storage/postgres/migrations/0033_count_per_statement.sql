@@ -36,8 +36,9 @@
 --   runs the statement trigger over an empty transition table and changes nothing.
 -- Verify: after a multi-row INSERT or DELETE, owner_stats, scope_tallies and audit_day_counts
 --   equal a recount from the rows; an INSERT of 500 lessons runs lorestore_count_lessons once
---   (pg_stat_user_functions with track_functions = 'pl'); a batch crossing a cap fails with
---   LS001 and leaves the counters as they were (tests/storage/test_statement_counting.py).
+--   (pg_stat_xact_user_functions, with track_functions = 'pl'); a batch crossing a cap fails
+--   with LS001 or LS005 and leaves the counters as they were, one up to the cap lands
+--   (tests/storage/test_statement_counting.py).
 
 DROP TRIGGER lessons_count ON public.lessons;
 DROP TRIGGER lessons_tally ON public.lessons;
