@@ -88,7 +88,9 @@ def _database(admin: str, name: str, *, drop: bool = False) -> str:
 
     with psycopg.connect(admin, autocommit=True) as conn:
         if drop:
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
         else:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return _database_url(admin, name)
@@ -124,9 +126,9 @@ def _run(
     home = files[0].parent / f"home-{side}"
     home.mkdir(exist_ok=True)
     name = f"lorestore_migbench_{uuid.uuid4().hex[:10]}"
-    url = _target(src, home, args.admin, name)
     admin_url = _database_url(args.admin, name)
     try:
+        url = _target(src, home, args.admin, name)
         if mode == "migrate":
             command = ["migrate", "--from", f"sqlite:///{files[0]}", "--to", admin_url, "--json"]
             seconds = _cli(src, home, command)
