@@ -242,6 +242,67 @@ SELECT t.relname::text FROM pg_sequences s
 """
 
 
+# What migration 0033 (count_per_statement) changed, undone: its statement-level counting
+# triggers and functions go, the row-level triggers of 0025 and 0030 (and 0030's audit
+# function) come back, and 0033 is no longer recorded, so that `init_database` applies it
+# again. For a test that takes an older migration back and applies it anew.
+_UNDO_0033 = """
+DROP TRIGGER lessons_count_added ON lessons;
+DROP TRIGGER lessons_count_removed ON lessons;
+DROP TRIGGER lessons_count_changed ON lessons;
+DROP TRIGGER lessons_tally_added ON lessons;
+DROP TRIGGER lessons_tally_removed ON lessons;
+DROP TRIGGER lessons_tally_changed ON lessons;
+DROP TRIGGER lesson_versions_count_added ON lesson_versions;
+DROP TRIGGER lesson_versions_count_removed ON lesson_versions;
+DROP TRIGGER lesson_versions_count_changed ON lesson_versions;
+DROP TRIGGER foreign_records_count_added ON foreign_records;
+DROP TRIGGER foreign_records_count_removed ON foreign_records;
+DROP TRIGGER foreign_records_count_changed ON foreign_records;
+DROP TRIGGER tombstones_count_added ON tombstones;
+DROP TRIGGER tombstones_count_removed ON tombstones;
+DROP TRIGGER tombstones_count_changed ON tombstones;
+DROP TRIGGER scope_policies_count_added ON scope_policies;
+DROP TRIGGER scope_policies_count_removed ON scope_policies;
+DROP TRIGGER scope_policies_count_changed ON scope_policies;
+DROP TRIGGER audit_log_tally_added ON audit_log;
+DROP FUNCTION lorestore_count_lessons(), lorestore_count_stored_rows(),
+    lorestore_tally_lessons(), lorestore_tally_audits();
+CREATE FUNCTION public.lorestore_tally_audit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
+    AS $$
+BEGIN
+    INSERT INTO public.audit_day_counts AS c (owner, day, action, events)
+    VALUES (NEW.owner, pg_catalog.to_char(NEW.at AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
+            NEW.action, 1)
+    ON CONFLICT (owner, day, action) DO UPDATE SET events = c.events + 1;
+    RETURN NULL;
+END $$;
+ALTER FUNCTION public.lorestore_tally_audit() OWNER TO lorestore_definer;
+REVOKE EXECUTE ON FUNCTION public.lorestore_tally_audit() FROM PUBLIC;
+CREATE TRIGGER lessons_count AFTER INSERT OR DELETE OR UPDATE OF owner, status, value, ext
+    ON public.lessons FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_lesson();
+CREATE TRIGGER lesson_versions_count AFTER INSERT OR DELETE OR UPDATE OF owner, value
+    ON public.lesson_versions FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
+CREATE TRIGGER foreign_records_count AFTER INSERT OR DELETE OR UPDATE OF owner, record
+    ON public.foreign_records FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
+CREATE TRIGGER tombstones_count AFTER INSERT OR DELETE OR UPDATE OF owner, ext
+    ON public.tombstones FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
+CREATE TRIGGER scope_policies_count AFTER INSERT OR DELETE OR UPDATE OF owner, ext
+    ON public.scope_policies FOR EACH ROW EXECUTE FUNCTION public.lorestore_count_stored();
+CREATE TRIGGER lessons_tally AFTER INSERT OR DELETE OR UPDATE OF owner, scope, status, trust
+    ON public.lessons FOR EACH ROW EXECUTE FUNCTION public.lorestore_tally_lesson();
+CREATE TRIGGER audit_log_tally AFTER INSERT
+    ON public.audit_log FOR EACH ROW EXECUTE FUNCTION public.lorestore_tally_audit();
+DELETE FROM schema_migrations WHERE number = 33;
+"""
+
+
+def undo_0033(conn: psycopg.Connection[Any]) -> None:
+    """Take migration 0033 back on a database its migrations built (as a superuser)."""
+    conn.execute(_UNDO_0033)
+
+
 class Pool:
     """Databases copied from the template once and lent to one test at a time. When a test
     gives one back, the connections it left are ended, the database is checked to be the one

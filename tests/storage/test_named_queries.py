@@ -1,10 +1,11 @@
 """Every named query the storage code asks for exists in the backend's .sql file it reads.
 
 The code is read with ``ast``, not run: each string passed to a query helper (``_one``,
-``_all``, ``_exec``, ``_count``, ``_inserted``, ``_executemany``, recall's ``fetch``) or used as
-a key of ``Q``; an f-string over a table name (``select_{table}``) stands for every copied table,
-and a name bound by ``for name in ("a", "b")`` for each of them. Code under ``sqlite/`` asks the
-SQLite files, code under ``postgres/`` the PostgreSQL ones, and shared code both."""
+``_all``, ``_exec``, ``_count``, ``_inserted``, ``_executemany``, ``_insert_rows``, recall's
+``fetch``) or used as a key of ``Q``; an f-string over a table name (``select_{table}``) stands
+for every copied table, and a name bound by ``for name in ("a", "b")`` for each of them. Code
+under ``sqlite/`` asks the SQLite files, code under ``postgres/`` the PostgreSQL ones, and
+shared code both."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from lorestore.storage.reconciliation import TABLES
 
 STORAGE = Path(lorestore.storage.__file__).parent
 BACKENDS = ("sqlite", "postgres")
-HELPERS = {"_one", "_all", "_exec", "_count", "_inserted", "_executemany", "fetch"}
+HELPERS = {"_one", "_all", "_exec", "_count", "_inserted", "_executemany", "_insert_rows", "fetch"}
 TABLE_NAMES = [table.name for table in TABLES]
 # Tables migrate writes through the store's own primitives have no insert_* query.
 BY_PRIMITIVE = {f"insert_{table.name}" for table in TABLES if table.by_primitive}

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from tests.conftest import Clock, app_connection
 from tests.migrating import ALICE, BOB, LOCAL, TEAM, _select, admin_of, pg_url, seed, write
-from tests.pg import Pool, Template
+from tests.pg import Pool, Template, undo_0033
 from tests.portable import header, import_lines, lesson, line
 from typer.testing import CliRunner
 
@@ -246,6 +246,7 @@ def test_the_migration_backfills_an_older_server_database(
         store.close()
         admin = admin_of(pg_template.app_url(name))
         with psycopg.connect(admin, autocommit=True) as conn:
+            undo_0033(conn)  # applied again after 0030, as on an upgrade from 0029
             conn.execute("DROP TRIGGER lessons_tally ON lessons")
             conn.execute("DROP TRIGGER audit_log_tally ON audit_log")
             conn.execute("DROP TABLE scope_tallies, audit_day_counts")
@@ -253,7 +254,7 @@ def test_the_migration_backfills_an_older_server_database(
                          " lorestore_tally_scope(text, text, text, text, integer)")  # fmt: skip
             conn.execute("DROP STATISTICS lessons_author_association")
             conn.execute("DELETE FROM schema_migrations WHERE number = 30")
-        init_database(admin)  # applies 0030 again, as an upgrade does
+        init_database(admin)  # applies 0030 and 0033 again, as an upgrade does
         again = PostgresStore(pg_template.app_url(name), max_size=2)
         assert tallies_kept(again) == expected_tallies
         assert days_kept(again) == expected_days

@@ -211,17 +211,15 @@ def version_params(pk: int, version: LessonVersion) -> dict[str, Any]:
     }
 
 
-# The columns an audit event is appended with, in the order audit_row gives them.
+# The columns an audit event is appended with.
 AUDIT_COLUMNS = (*CHAINED_FIELDS, "prev_hash", "hash")
 
 
-_AUDIT_PLAIN = AUDIT_COLUMNS[: AUDIT_COLUMNS.index("detail")]
-
-
-def audit_row(event: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A chained audit event's values in AUDIT_COLUMNS order, its detail as JSON text."""
-    get = event.get
-    return (*map(get, _AUDIT_PLAIN), dumps(get("detail") or {}), get("prev_hash"), get("hash"))
+def audit_params(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A chained audit event's row by column name, its detail as JSON text."""
+    params = {name: event.get(name) for name in AUDIT_COLUMNS}
+    params["detail"] = dumps(event.get("detail") or {})
+    return params
 
 
 def audit_dict(row: RowLike) -> dict[str, Any]:

@@ -57,7 +57,8 @@ class Endpoint:
     def _canonical(row: Any) -> Row:
         raise NotImplementedError
 
-    def _executemany(self, query: str, rows: Sequence[Row]) -> None:
+    def _insert_rows(self, query: str, rows: Sequence[Row]) -> None:
+        """Insert one batch of rows by a table's ``insert_*`` query."""
         raise NotImplementedError
 
     def _transaction(self) -> Transaction:
@@ -101,7 +102,7 @@ class Endpoint:
     def insert(self, table: Table, rows: Sequence[Row]) -> None:
         with self._refusals(table.name):
             if not table.by_primitive:
-                self._executemany(self.Q[f"insert_{table.name}"], rows)
+                self._insert_rows(self.Q[f"insert_{table.name}"], rows)
             elif table.name == "audit_log":
                 # The one append primitive: events keep the hashes they carry.
                 self._transaction().append_audits([_event(r) for r in rows])

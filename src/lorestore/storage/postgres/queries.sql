@@ -36,14 +36,17 @@ WHERE pk = %(pk)s;
 -- Hard delete: the row, and by cascade every version and session of it.
 DELETE FROM lessons WHERE pk = %(pk)s;
 
--- name: insert_version
--- Record one immutable version of a lesson (its owner copied from the lesson, for RLS).
+-- name: insert_versions
+-- Record immutable versions of lessons, a batch given as one JSON array of rows (each owned
+-- as its lesson, for RLS): one statement, so migration 0033's counting runs once.
 INSERT INTO lesson_versions (owner, lesson_pk, version, state, value, value_digest, tags,
     valid_from, valid_to, recorded_at, accepted_at, actor, source)
-VALUES ((SELECT owner FROM lessons WHERE pk = %(lesson_pk)s), %(lesson_pk)s, %(version)s,
-    %(state)s, %(value)s, %(value_digest)s, %(tags)s::jsonb, %(valid_from)s::timestamptz,
-    %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz, %(accepted_at)s::timestamptz,
-    %(actor)s, %(source)s::jsonb);
+SELECT (SELECT l.owner FROM lessons AS l WHERE l.pk = r.lesson_pk), r.lesson_pk, r.version,
+    r.state, r.value, r.value_digest, r.tags::jsonb, r.valid_from, r.valid_to, r.recorded_at,
+    r.accepted_at, r.actor, r.source::jsonb
+FROM json_to_recordset(%(rows)s::json) AS r (lesson_pk bigint, version integer, state text, value text,
+    value_digest text, tags text, valid_from timestamptz, valid_to timestamptz,
+    recorded_at timestamptz, accepted_at timestamptz, actor text, source text);
 
 -- name: versions
 -- Every version of a lesson, oldest first.
@@ -318,11 +321,19 @@ VALUES (%(owner)s, %(at)s::timestamptz, %(actor)s, %(action)s, %(scope)s, %(key)
     %(after_digest)s, %(reason)s, %(detail)s::jsonb, %(prev_hash)s, %(hash)s)
 RETURNING id;
 
--- name: append_audit_row
--- Append one audit event given as a row (positional: the columns of append_audit in order).
+-- name: append_audits
+-- Append chained audit events, a batch given as one JSON array of rows, in the array's order
+-- (id order is each owner's chain order).
 INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
     after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
-VALUES (%s, %s::timestamptz, %s, %s, %s, %s, %s::uuid, %s, %s, %s, %s, %s, %s::jsonb, %s, %s);
+SELECT r.owner, r.at, r.actor, r.action, r.scope, r.key, r.lesson_id, r.before_version,
+    r.after_version, r.before_digest, r.after_digest, r.reason, r.detail::jsonb, r.prev_hash,
+    r.hash
+FROM ROWS FROM (json_to_recordset(%(rows)s::json) AS (owner text, at timestamptz, actor text,
+    action text, scope text, key text, lesson_id uuid, before_version integer,
+    after_version integer, before_digest text, after_digest text, reason text, detail text,
+    prev_hash text, hash text)) WITH ORDINALITY AS r
+ORDER BY r.ordinality;
 
 -- name: audit_events
 -- Audit events of an owner, newest first, filtered by address and time.
@@ -635,19 +646,26 @@ FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
 WHERE v.lesson_pk = ANY (%(pks)s)
 ORDER BY v.lesson_pk, v.version;
 
--- name: import_lesson
--- Add an imported lesson under its own id; nothing when its id or address is taken.
+-- name: import_lessons
+-- Add imported lessons under their own ids, a batch given as one JSON array of rows, in the
+-- array's order; a lesson whose id or address is taken (by the store or by one earlier in the
+-- batch) is skipped. The pk of each one added, by id.
 INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
     version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
     archived_at, expires_at, source, depends_on, review, ext, pending_version)
-VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s,
-    %(tags)s::jsonb, %(kind)s, %(trust)s, %(status)s, %(version)s, %(seen_count)s,
-    %(valid_from)s::timestamptz, %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz,
-    %(created_at)s::timestamptz, %(updated_at)s::timestamptz, %(archived_at)s::timestamptz,
-    %(expires_at)s::timestamptz, %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb,
-    %(ext)s::jsonb, %(pending_version)s)
+SELECT r.id, r.owner, r.scope, r.key, r.value, r.value_digest, r.tags::jsonb, r.kind, r.trust,
+    r.status, r.version, r.seen_count, r.valid_from, r.valid_to, r.recorded_at, r.created_at,
+    r.updated_at, r.archived_at, r.expires_at, r.source::jsonb, r.depends_on::jsonb,
+    r.review::jsonb, r.ext::jsonb, r.pending_version
+FROM ROWS FROM (json_to_recordset(%(rows)s::json) AS (id uuid, owner text, scope text, key text,
+    value text, value_digest text, tags text, kind text, trust text, status text,
+    version integer, seen_count integer, valid_from timestamptz, valid_to timestamptz,
+    recorded_at timestamptz, created_at timestamptz, updated_at timestamptz,
+    archived_at timestamptz, expires_at timestamptz, source text, depends_on text,
+    review text, ext text, pending_version integer)) WITH ORDINALITY AS r
+ORDER BY r.ordinality
 ON CONFLICT DO NOTHING
-RETURNING pk;
+RETURNING id, pk;
 
 -- name: insert_served_versions
 -- Record for each of these lessons the version it serves, accepted, by the actor.

@@ -1,8 +1,10 @@
 -- Queries of `lorestore migrate` (storage/transfer.py) on PostgreSQL, run as a role that
 -- bypasses row-level security (every tenant at once). The select_* queries return the same
--- columns as the SQLite twin (times, ids and JSON are made canonical in Python); the
--- insert_* queries cast the canonical text back to timestamptz, uuid and jsonb, and leave
--- the GENERATED ALWAYS pk and audit ids to the database.
+-- columns as the SQLite twin (times, ids and JSON are made canonical in Python); each
+-- insert_* query adds one batch of rows given as one JSON array of objects in the canonical
+-- form (%(rows)s, keyed by column name), casts the canonical text back to timestamptz, uuid
+-- and jsonb, and leaves the GENERATED ALWAYS pk and audit ids to the database. One statement
+-- per batch, so the counting triggers of migration 0033 run once per batch.
 
 -- name: source_counts
 -- How many rows each copied table holds (the progress bar's totals).
@@ -40,18 +42,20 @@ SELECT id, pk FROM lessons;
 SELECT id, kind, name, created_at FROM principals ORDER BY id;
 
 -- name: insert_principals
--- Add a user or org.
+-- Add users and orgs.
 INSERT INTO principals (id, kind, name, created_at)
-VALUES (%(id)s, %(kind)s, %(name)s, %(created_at)s::timestamptz);
+SELECT r.id, r.kind, r.name, r.created_at
+FROM json_to_recordset(%(rows)s::json) AS r (id text, kind text, name text, created_at timestamptz);
 
 -- name: select_memberships
 -- Who belongs to which org, with which role.
 SELECT org, member, role, created_at FROM memberships ORDER BY org, member;
 
 -- name: insert_memberships
--- Add a membership.
+-- Add memberships.
 INSERT INTO memberships (org, member, role, created_at)
-VALUES (%(org)s, %(member)s, %(role)s, %(created_at)s::timestamptz);
+SELECT r.org, r.member, r.role, r.created_at
+FROM json_to_recordset(%(rows)s::json) AS r (org text, member text, role text, created_at timestamptz);
 
 -- name: select_invites
 -- Invites, accepted or not (codes as hashes only).
@@ -60,12 +64,14 @@ SELECT id, org, invitee, role, code_hash, created_by, created_at, expires_at, ac
 FROM invites ORDER BY id;
 
 -- name: insert_invites
--- Add an invite.
+-- Add invites.
 INSERT INTO invites (id, org, invitee, role, code_hash, created_by, created_at, expires_at,
     accepted_at, revoked_at, revoked_by)
-VALUES (%(id)s::uuid, %(org)s, %(invitee)s, %(role)s, %(code_hash)s, %(created_by)s,
-    %(created_at)s::timestamptz, %(expires_at)s::timestamptz, %(accepted_at)s::timestamptz,
-    %(revoked_at)s::timestamptz, %(revoked_by)s);
+SELECT r.id, r.org, r.invitee, r.role, r.code_hash, r.created_by, r.created_at, r.expires_at,
+    r.accepted_at, r.revoked_at, r.revoked_by
+FROM json_to_recordset(%(rows)s::json) AS r (id uuid, org text, invitee text, role text, code_hash text,
+    created_by text, created_at timestamptz, expires_at timestamptz, accepted_at timestamptz,
+    revoked_at timestamptz, revoked_by text);
 
 -- name: select_scope_bindings
 -- Scope patterns routed to orgs.
@@ -73,10 +79,11 @@ SELECT org, pattern, created_by, created_at, approved_at, approved_by FROM scope
 ORDER BY org, pattern;
 
 -- name: insert_scope_bindings
--- Add a scope binding.
+-- Add scope bindings.
 INSERT INTO scope_bindings (org, pattern, created_by, created_at, approved_at, approved_by)
-VALUES (%(org)s, %(pattern)s, %(created_by)s, %(created_at)s::timestamptz,
-    %(approved_at)s::timestamptz, %(approved_by)s);
+SELECT r.org, r.pattern, r.created_by, r.created_at, r.approved_at, r.approved_by
+FROM json_to_recordset(%(rows)s::json) AS r (org text, pattern text, created_by text, created_at timestamptz,
+    approved_at timestamptz, approved_by text);
 
 -- name: select_tokens
 -- Tokens as stored: the hash of the secret, never the secret.
@@ -85,12 +92,14 @@ SELECT id, principal, name, token_hash, prefix, permission, scopes, orgs, create
 FROM tokens ORDER BY id;
 
 -- name: insert_tokens
--- Add a token (its hash).
+-- Add tokens (their hashes).
 INSERT INTO tokens (id, principal, name, token_hash, prefix, permission, scopes, orgs,
     created_at, created_by, expires_at, revoked_at, last_used_at)
-VALUES (%(id)s::uuid, %(principal)s, %(name)s, %(token_hash)s, %(prefix)s, %(permission)s,
-    %(scopes)s::jsonb, %(orgs)s::jsonb, %(created_at)s::timestamptz, %(created_by)s,
-    %(expires_at)s::timestamptz, %(revoked_at)s::timestamptz, %(last_used_at)s::timestamptz);
+SELECT r.id, r.principal, r.name, r.token_hash, r.prefix, r.permission, r.scopes::jsonb,
+    r.orgs::jsonb, r.created_at, r.created_by, r.expires_at, r.revoked_at, r.last_used_at
+FROM json_to_recordset(%(rows)s::json) AS r (id uuid, principal text, name text, token_hash text, prefix text,
+    permission text, scopes text, orgs text, created_at timestamptz, created_by text,
+    expires_at timestamptz, revoked_at timestamptz, last_used_at timestamptz);
 
 -- name: select_scope_policies
 -- Per-scope revision and review policy.
@@ -98,11 +107,13 @@ SELECT owner, scope, revision_policy, require_review, updated_at, updated_by, ex
 FROM scope_policies ORDER BY owner, scope;
 
 -- name: insert_scope_policies
--- Add a scope policy.
+-- Add scope policies.
 INSERT INTO scope_policies (owner, scope, revision_policy, require_review, updated_at,
     updated_by, ext)
-VALUES (%(owner)s, %(scope)s, %(revision_policy)s, %(require_review)s,
-    %(updated_at)s::timestamptz, %(updated_by)s, %(ext)s::jsonb);
+SELECT r.owner, r.scope, r.revision_policy, r.require_review, r.updated_at, r.updated_by,
+    r.ext::jsonb
+FROM json_to_recordset(%(rows)s::json) AS r (owner text, scope text, revision_policy text, require_review boolean,
+    updated_at timestamptz, updated_by text, ext text);
 
 -- name: select_project_repos
 -- The repositories of each owner's projects.
@@ -110,10 +121,11 @@ SELECT owner, project, repo, added_at, added_by, ext FROM project_repos
 ORDER BY owner COLLATE "C", project COLLATE "C", repo COLLATE "C";
 
 -- name: insert_project_repos
--- Add a repository to an owner's project.
+-- Add repositories to owners' projects.
 INSERT INTO project_repos (owner, project, repo, added_at, added_by, ext)
-VALUES (%(owner)s, %(project)s, %(repo)s, %(added_at)s::timestamptz, %(added_by)s,
-    %(ext)s::jsonb);
+SELECT r.owner, r.project, r.repo, r.added_at, r.added_by, r.ext::jsonb
+FROM json_to_recordset(%(rows)s::json) AS r (owner text, project text, repo text, added_at timestamptz, added_by text,
+    ext text);
 
 -- name: select_owner_stats
 -- Each owner's own caps (NULL: the store's default; the counts are the triggers' business,
@@ -127,12 +139,14 @@ SELECT id, owner, scope, value_digest, reason, actor, created_at, lesson_id, lif
 FROM tombstones ORDER BY id;
 
 -- name: insert_tombstones
--- Add a tombstone as it stands (live or lifted).
+-- Add tombstones as they stand (live or lifted).
 INSERT INTO tombstones (id, owner, scope, value_digest, reason, actor, created_at, lesson_id,
     lifted_at, lifted_by, lift_reason, ext)
-VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(value_digest)s, %(reason)s, %(actor)s,
-    %(created_at)s::timestamptz, %(lesson_id)s::uuid, %(lifted_at)s::timestamptz,
-    %(lifted_by)s, %(lift_reason)s, %(ext)s::jsonb);
+SELECT r.id, r.owner, r.scope, r.value_digest, r.reason, r.actor, r.created_at, r.lesson_id,
+    r.lifted_at, r.lifted_by, r.lift_reason, r.ext::jsonb
+FROM json_to_recordset(%(rows)s::json) AS r (id uuid, owner text, scope text, value_digest text, reason text,
+    actor text, created_at timestamptz, lesson_id uuid, lifted_at timestamptz,
+    lifted_by text, lift_reason text, ext text);
 
 -- name: select_lessons
 -- The served row of every address, without its store-local pk.
@@ -142,16 +156,21 @@ SELECT id, owner, scope, key, value, value_digest, tags, kind, trust, status, ve
 FROM lessons ORDER BY id;
 
 -- name: insert_lessons
--- Add a lesson under its stable id; the database assigns the pk.
+-- Add lessons under their stable ids, in the batch's order; the database assigns the pks.
 INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
     version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
     archived_at, expires_at, source, depends_on, review, ext, pending_version)
-VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s,
-    %(tags)s::jsonb, %(kind)s, %(trust)s, %(status)s, %(version)s, %(seen_count)s,
-    %(valid_from)s::timestamptz, %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz,
-    %(created_at)s::timestamptz, %(updated_at)s::timestamptz, %(archived_at)s::timestamptz,
-    %(expires_at)s::timestamptz, %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb,
-    %(ext)s::jsonb, %(pending_version)s);
+SELECT r.id, r.owner, r.scope, r.key, r.value, r.value_digest, r.tags::jsonb, r.kind, r.trust,
+    r.status, r.version, r.seen_count, r.valid_from, r.valid_to, r.recorded_at, r.created_at,
+    r.updated_at, r.archived_at, r.expires_at, r.source::jsonb, r.depends_on::jsonb,
+    r.review::jsonb, r.ext::jsonb, r.pending_version
+FROM ROWS FROM (json_to_recordset(%(rows)s::json) AS (id uuid, owner text, scope text, key text,
+    value text, value_digest text, tags text, kind text, trust text, status text,
+    version integer, seen_count integer, valid_from timestamptz, valid_to timestamptz,
+    recorded_at timestamptz, created_at timestamptz, updated_at timestamptz,
+    archived_at timestamptz, expires_at timestamptz, source text, depends_on text,
+    review text, ext text, pending_version integer)) WITH ORDINALITY AS r
+ORDER BY r.ordinality;
 
 -- name: select_lesson_versions
 -- Every version, addressed by its lesson's stable id.
@@ -161,13 +180,15 @@ FROM lesson_versions AS v JOIN lessons AS l ON l.pk = v.lesson_pk
 ORDER BY l.id, v.version;
 
 -- name: insert_lesson_versions
--- Add a version under the target's pk of its lesson (its owner copied from the lesson, for RLS).
+-- Add versions under the target's pk of their lessons (each owned as its lesson, for RLS).
 INSERT INTO lesson_versions (owner, lesson_pk, version, state, value, value_digest, tags,
     valid_from, valid_to, recorded_at, accepted_at, actor, source)
-VALUES ((SELECT owner FROM lessons WHERE pk = %(lesson_pk)s), %(lesson_pk)s, %(version)s,
-    %(state)s, %(value)s, %(value_digest)s, %(tags)s::jsonb, %(valid_from)s::timestamptz,
-    %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz, %(accepted_at)s::timestamptz,
-    %(actor)s, %(source)s::jsonb);
+SELECT (SELECT l.owner FROM lessons AS l WHERE l.pk = r.lesson_pk), r.lesson_pk, r.version,
+    r.state, r.value, r.value_digest, r.tags::jsonb, r.valid_from, r.valid_to, r.recorded_at,
+    r.accepted_at, r.actor, r.source::jsonb
+FROM json_to_recordset(%(rows)s::json) AS r (lesson_pk bigint, version integer, state text, value text,
+    value_digest text, tags text, valid_from timestamptz, valid_to timestamptz,
+    recorded_at timestamptz, accepted_at timestamptz, actor text, source text);
 
 -- name: select_lesson_sessions
 -- The distinct sessions that wrote each value, by the lesson's stable id.
@@ -176,10 +197,12 @@ FROM lesson_sessions AS s JOIN lessons AS l ON l.pk = s.lesson_pk
 ORDER BY l.id, s.value_digest, s.session;
 
 -- name: insert_lesson_sessions
--- Add a session sighting under the target's pk of its lesson (owner copied, for RLS).
+-- Add session sightings under the target's pk of their lessons (owner copied, for RLS).
 INSERT INTO lesson_sessions (owner, lesson_pk, value_digest, session, first_seen)
-VALUES ((SELECT owner FROM lessons WHERE pk = %(lesson_pk)s), %(lesson_pk)s, %(value_digest)s,
-    %(session)s, %(first_seen)s::timestamptz);
+SELECT (SELECT l.owner FROM lessons AS l WHERE l.pk = r.lesson_pk), r.lesson_pk,
+    r.value_digest, r.session, r.first_seen
+FROM json_to_recordset(%(rows)s::json) AS r (lesson_pk bigint, value_digest text, session text,
+    first_seen timestamptz);
 
 -- name: select_audit_log
 -- Every audit event in chain order (id order is each owner's chain order).
@@ -192,10 +215,11 @@ FROM audit_log ORDER BY id;
 SELECT recall_id, owner, at, actor, context, offered, held FROM recall_log ORDER BY recall_id;
 
 -- name: insert_recall_log
--- Add a recall decision.
+-- Add recall decisions.
 INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
-VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(context)s::jsonb,
-    %(offered)s::jsonb, %(held)s::jsonb);
+SELECT r.recall_id, r.owner, r.at, r.actor, r.context::jsonb, r.offered::jsonb, r.held::jsonb
+FROM json_to_recordset(%(rows)s::json) AS r (recall_id uuid, owner text, at timestamptz, actor text, context text,
+    offered text, held text);
 
 -- name: select_foreign_records
 -- Imported records of unknown types, kept as given.
@@ -203,7 +227,8 @@ SELECT owner, digest, type, scope, record, imported_at, imported_by
 FROM foreign_records ORDER BY owner, digest;
 
 -- name: insert_foreign_records
--- Add a kept record of an unknown type.
+-- Add kept records of unknown types.
 INSERT INTO foreign_records (owner, digest, type, scope, record, imported_at, imported_by)
-VALUES (%(owner)s, %(digest)s, %(type)s, %(scope)s, %(record)s::jsonb,
-    %(imported_at)s::timestamptz, %(imported_by)s);
+SELECT r.owner, r.digest, r.type, r.scope, r.record::jsonb, r.imported_at, r.imported_by
+FROM json_to_recordset(%(rows)s::json) AS r (owner text, digest text, type text, scope text, record text,
+    imported_at timestamptz, imported_by text);

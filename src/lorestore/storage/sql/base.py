@@ -95,6 +95,12 @@ class SQLBase:
         raise NotImplementedError
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
+        """Run the named one-row statement once per parameter set."""
+        raise NotImplementedError
+
+    def _insert_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert rows (by column name) with the named query, in their order: SQLite runs its
+        one-row statement per row, PostgreSQL one statement per batch of rows."""
         raise NotImplementedError
 
     def _embed(self, lessons: Sequence[tuple[int, Lesson]]) -> None:

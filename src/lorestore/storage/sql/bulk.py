@@ -43,7 +43,7 @@ class BulkPrimitives(SQLBase):
         return list(map(self._stored_doc, self._all("lessons_by_ids", params)))
 
     def insert_versions(self, versions: Sequence[tuple[int, LessonVersion]]) -> None:
-        self._executemany("insert_version", (version_params(*v) for v in versions))
+        self._insert_rows("insert_versions", [version_params(*v) for v in versions])
 
     def insert_served_versions(self, pks: Sequence[int], actor: str) -> None:
         if pks:

@@ -69,7 +69,7 @@ class LessonPrimitives(SQLBase):
         self._exec("delete_lesson", {"pk": pk})
 
     def insert_version(self, pk: int, version: LessonVersion) -> None:
-        self._exec("insert_version", version_params(pk, version))
+        self._insert_rows("insert_versions", [version_params(pk, version)])
 
     def versions(self, pk: int, lesson_id: str) -> list[LessonVersion]:
         return [version_from_row(r, lesson_id) for r in self._all("versions", {"pk": pk})]

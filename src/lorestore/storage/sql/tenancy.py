@@ -21,7 +21,7 @@ from lorestore.storage.protocol import (
 from lorestore.storage.rows import (
     audit_dict,
     audit_from_row,
-    audit_row,
+    audit_params,
     invite_from_row,
     invite_params,
     json_value,
@@ -72,7 +72,7 @@ class TenancyPrimitives(SQLBase):
             yield audit_dict(row)
 
     def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
-        self._executemany("append_audit_row", map(audit_row, events))
+        self._insert_rows("append_audits", [audit_params(e) for e in events])
 
     def audit_head(self, owner: str) -> AuditHead | None:
         row = self._one("audit_head", {"owner": owner})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lorestore.core.jsontext import dumps
@@ -97,6 +97,9 @@ class SQLiteTransaction(SQLTransaction):
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
         self._conn.executemany(Q[name], params)
+
+    def _insert_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._conn.executemany(Q[name], rows)
 
     def lock_corrections(self, owner: str, *, exclusive: bool) -> None:
         """Nothing to do: BEGIN IMMEDIATE runs write transactions one at a time."""

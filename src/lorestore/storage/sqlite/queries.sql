@@ -74,8 +74,8 @@ DELETE FROM lessons WHERE pk = :pk;
 -- Merge the full-text index into one segment so deleted text leaves no tokens behind.
 INSERT INTO lessons_fts (lessons_fts) VALUES ('optimize');
 
--- name: insert_version
--- Record one immutable version of a lesson.
+-- name: insert_versions
+-- Record one immutable version of a lesson (run once per version of a batch).
 INSERT INTO lesson_versions (lesson_pk, version, state, value, value_digest, tags,
     valid_from, valid_to, recorded_at, accepted_at, actor, source)
 VALUES (:lesson_pk, :version, :state, :value, :value_digest, :tags,
@@ -377,11 +377,12 @@ INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_v
 VALUES (:owner, :at, :actor, :action, :scope, :key, :lesson_id, :before_version,
     :after_version, :before_digest, :after_digest, :reason, :detail, :prev_hash, :hash);
 
--- name: append_audit_row
--- Append one audit event given as a row (positional: the columns of append_audit in order).
+-- name: append_audits
+-- Append one audit event given as a row (run once per event of a batch, in chain order).
 INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
     after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+VALUES (:owner, :at, :actor, :action, :scope, :key, :lesson_id, :before_version,
+    :after_version, :before_digest, :after_digest, :reason, :detail, :prev_hash, :hash);
 
 -- name: audit_events
 -- Audit events of an owner, newest first, filtered by address and time.

@@ -75,7 +75,7 @@ class SQLiteEndpoint(Endpoint):
         # addresses, tombstones) stays true until it commits.
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
-    def _executemany(self, query: str, rows: Sequence[Row]) -> None:
+    def _insert_rows(self, query: str, rows: Sequence[Row]) -> None:
         self._conn.executemany(query, rows)
 
     def _transaction(self) -> Transaction:
