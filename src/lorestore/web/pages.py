@@ -21,6 +21,8 @@ CHART_DAYS = 14
 # it returns); past it the page says "50+" and the queue page lists them.
 QUEUE_COUNTED = 50
 RECALL_DAYS = 30  # a lesson's recent recalls: the recall log's default retention
+# Lessons a Lessons page shows: a page of a listing, or a search's best matches.
+PAGE_SIZE = 50
 NOTICES = {
     "verified": "Verified",
     "rejected": "Rejected",
@@ -74,7 +76,7 @@ async def overview(ctx: Context) -> Response:
 
 async def lessons(ctx: Context) -> Response:
     """A scope, or every scope under a prefix, filtered and paged by memory_list; with words,
-    the best matches of memory_search in those scopes instead (ranked, one page)."""
+    the best matches of memory_search in those scopes instead (ranked, one page of them)."""
     query = ctx.request.query_params
     form = {name: query.get(name, "").strip() for name in ("scope", "tags", "q", "trust")}
     form["state"] = query.get("state") or "active"
@@ -90,7 +92,7 @@ async def lessons(ctx: Context) -> Response:
         matching = sorted({s.scope for s in scopes if s.scope.startswith(prefix) and s.active})
         if matching:
             hits = await ctx.call(
-                "memory_search", query=form["q"], scopes=matching, tags=tags, limit=100
+                "memory_search", query=form["q"], scopes=matching, tags=tags, limit=PAGE_SIZE
             )
             found = [h.lesson for h in hits.hits if form["trust"] in ("", h.lesson.trust)]
     elif prefix:
@@ -102,12 +104,17 @@ async def lessons(ctx: Context) -> Response:
             trust=form["trust"] or None,
             state=form["state"],
             sort=form["sort"],
-            limit=50,
+            limit=PAGE_SIZE,
             cursor=query.get("cursor") or None,
         )
         found, next_cursor = page.lessons, page.next_cursor
     return ctx.page(
-        "lessons.html", scopes=scopes, form=form, lessons=found, next_cursor=next_cursor
+        "lessons.html",
+        scopes=scopes,
+        form=form,
+        lessons=found,
+        next_cursor=next_cursor,
+        page_size=PAGE_SIZE,
     )
 
 
