@@ -32,7 +32,9 @@ DECLARE
 BEGIN
     RETURN QUERY
         -- strip(): each sampled vector read and decompressed once, without its positions,
-        -- which a word's test does not need; each word folded and parsed once.
+        -- which a word's test does not need (a word parsed into a phrase, `a <-> b`, never
+        -- matches a stripped vector: it is counted as held by none, and ranked as before);
+        -- each word folded and parsed once.
         WITH newest AS MATERIALIZED (
             SELECT strip(l.search) AS search FROM public.lessons AS l
             WHERE l.owner = ANY (readable)
