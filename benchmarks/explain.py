@@ -27,6 +27,7 @@ from lorestore.operations import BY_NAME
 from lorestore.service import LessonService
 from lorestore.storage.rows import lesson_from_row
 from lorestore.storage.sqlite import SQLiteStore
+from lorestore.storage.sql.lessons import NO_BOUND
 from lorestore.storage.sqlite.store import Q
 from lorestore.transports.mcp.server import call_tool, local_invoker, tool_definitions
 
@@ -62,13 +63,13 @@ def sql_params(**values: Any) -> dict[str, Any]:
         "owner": owner, "owners": json.dumps([owner]), "scopes": json.dumps(SEARCH_SCOPES),
         "addresses": json.dumps([f"{owner}\x1f{s}" for s in SEARCH_SCOPES]),
         "now": "2000-01-01T00:00:00.000000Z", "tags": "[]", "ntags": 0,
-        "after_at": None, "after_pk": None,
+        "after_at": None, "after_pk": None, "since": 0, "before": NO_BOUND,
     } | values  # fmt: skip
 
 
 def search_sql(conn: sqlite3.Connection, queries: list[str]) -> None:
     print("\n== search SQL on lorestore's schema (executed directly, no Python layers)")
-    params = [sql_params(match=fts_match(q), limit=10) for q in queries]
+    params = [sql_params(match=fts_match(q), find=fts_match(q), limit=10) for q in queries]
     matches = sorted(
         conn.execute("SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?",
                      (p["match"],)).fetchone()[0] for p in params

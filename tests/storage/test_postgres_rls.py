@@ -344,6 +344,19 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(shares).fetchone() == (1, [0, 1])
     with app_connection(seeded, "user:alice") as conn:
         assert conn.execute(shares).fetchone() == (1, [1, 0])
+    # Where a frequent word's window starts: the actor's own newest lesson, only that one.
+    nth = "SELECT lorestore_newest_key(1), lorestore_newest_key(2)"
+    with app_connection(seeded, "user:bob") as conn:
+        bobs, none = conn.execute(nth).fetchone()
+    with app_connection(seeded, "user:alice") as conn:
+        alices, also_none = conn.execute(nth).fetchone()
+    assert none is None and also_none is None
+    assert bobs is not None and alices is not None and bobs != alices
+    # A search's window keeps to its row keys (the control: the whole range finds it).
+    window = call.replace(", 10)", f", 10, {alices + 1})")
+    with app_connection(seeded, "user:alice") as conn:
+        assert conn.execute(window).fetchone() == (0,)
+        assert conn.execute(call.replace(", 10)", f", 10, {alices})")).fetchone() == (1,)
 
 
 def test_a_rejection_waits_for_writes_of_its_owner_in_flight(seeded: PostgresStore) -> None:

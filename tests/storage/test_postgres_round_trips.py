@@ -30,6 +30,7 @@ from lorestore.models import (
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.postgres.dialect import Q
+from lorestore.storage.sql.lessons import NO_BOUND
 
 ALICE = local_actor(principal="user:alice", session="a")
 BOB = local_actor(principal="user:bob", session="b")
@@ -65,6 +66,8 @@ def _owner_calls(conn: psycopg.Connection[Any], actor: str, query: str) -> tuple
                 "now": "2026-01-01T00:00:00Z",
                 "tags": "[]",
                 "limit": 10,
+                "since": 0,
+                "before": NO_BOUND,
             },
         ).fetchall()
         row = conn.execute(

@@ -1,7 +1,8 @@
 """A search word held by most lessons (more than ``COMMON_FLOOR`` of them, and at least half)
 is not ranked, on both backends: BM25 gives it no weight, and ranking its matches meant
 scoring most of the store. The search ranks its other words' matches as ever and lists the
-lessons holding only common words after them, newest first. Through the service's
+lessons holding only common words after them, newest first. A frequent word (held by one in
+``FREQUENT_SHARE``) is ranked among the newest lessons only. Through the service's
 ``memory_search``, as every surface calls it, with the ranked path beside it as control."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from lorestore.auth.actor import local_actor
 from lorestore.models import SearchParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
+from lorestore.storage.sql import lessons
 from lorestore.storage.sql.lessons import COMMON_FLOOR, COMMON_SAMPLE
 
 ME = local_actor(session="common-1")
@@ -92,3 +94,44 @@ def test_how_common_a_word_is_is_told_by_the_newest_lessons(store: Store) -> Non
     service = LessonService(store)
     assert import_lines(service, [line(r) for r in records]).lessons.added == len(records)
     assert keys(service, "widget", 1) == ["w00000"]  # ranked: held most often, oldest
+
+
+def frequent(store: Store, monkeypatch: pytest.MonkeyPatch) -> LessonService:
+    """250 lessons, a third holding "webhook" (frequent, not common), with the sample, floor
+    and window made small (the numbers a store of 100k meets, at a test's size): ranked among
+    the newest lessons holding about RANKED = 20 of its matches. The oldest lesson holds it
+    most (in its key and three times in its text) and also holds "quasar"; a recent one holds
+    it three times."""
+    monkeypatch.setattr(lessons, "COMMON_SAMPLE", 200)
+    monkeypatch.setattr(lessons, "COMMON_FLOOR", 100)
+    monkeypatch.setattr(lessons, "RANKED", 20)
+    records = [
+        lesson(f"n{n:04d}", f"Lesson {n}: the webhook step." if n % 3 == 0 else f"Lesson {n}.")
+        for n in range(250)
+    ]
+    records[0] = lesson("webhook-first", "The webhook, the webhook, the webhook: quasar.", APP)
+    records[240] = lesson("n0240", "Lesson 240: the webhook, webhook and webhook again.", APP)
+    service = LessonService(store)
+    assert import_lines(service, [line(r) for r in records]).lessons.added == len(records)
+    return service
+
+
+@pytest.mark.lexical
+def test_a_frequent_word_is_ranked_among_the_newest_lessons(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = frequent(store, monkeypatch)
+    holders = ["webhook-first"] + [f"n{n:04d}" for n in range(3, 250, 3)]
+    # The best match of the newest lessons first; the oldest, best of all, not on the page.
+    first = keys(service, "webhook", 10)
+    assert first[0] == "n0240" and "webhook-first" not in first
+    # A page the window's matches do not fill takes the older ones: every lesson holding the
+    # word is found, once.
+    listed = keys(service, "webhook", 100)
+    assert sorted(listed) == sorted(holders)
+    # A rarer word of the same search is ranked over every lesson, the older ones too.
+    assert keys(service, "webhook quasar", 1) == ["webhook-first"]
+    assert keys(service, "quasar", 5) == ["webhook-first"]
+    # Control: with a window as large as the store, the oldest lesson is the best match.
+    monkeypatch.setattr(lessons, "RANKED", 10_000)
+    assert keys(service, "webhook", 1) == ["webhook-first"]

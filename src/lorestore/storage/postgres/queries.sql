@@ -220,7 +220,8 @@ ORDER BY l.seen_count DESC, l.pk DESC
 LIMIT %(limit)s;
 
 -- name: search
--- Served lessons in the given scopes matching a tsquery (:find), best ts_rank_cd first. The
+-- Served lessons in the given scopes matching a tsquery (:find), with row keys from :since up to
+-- :before (a frequent word's window, sql/lessons.py), best ts_rank_cd first. The
 -- hits are found by a definer function so the GIN index is usable under RLS (migration 0009);
 -- the rows are then read under RLS. term_ranks: each word of :match's rank alone, which the
 -- store weighs by the word's rarity among these hits (core/rarity.py) for the score it
@@ -236,7 +237,8 @@ SELECT l.*, hit.score::float8 AS score,
        ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
 FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(find)s)), %(owners)s::text[],
-         %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
+         %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s, %(since)s,
+         %(before)s) AS hit
 JOIN lessons AS l ON l.pk = hit.pk
 CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
@@ -262,8 +264,13 @@ ORDER BY l.pk DESC;
 
 -- name: word_shares
 -- The newest :sample lessons the actor may read (how many were read), and how many of them
--- hold each word (sql/lessons.py, _common_words; migration 0034).
+-- hold each word (sql/lessons.py, _word_classes; migration 0034).
 SELECT total, held FROM lorestore_word_shares(%(words)s::text[], %(sample)s);
+
+-- name: newest_key
+-- The row key of the lesson at :position among the newest the actor may read (1 the newest);
+-- none when they are fewer (sql/lessons.py, _word_classes; migration 0035).
+SELECT lorestore_newest_key(%(position)s) AS pk;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),

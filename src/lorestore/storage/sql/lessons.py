@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lorestore.core.jsontext import dumps
@@ -30,13 +31,31 @@ from lorestore.storage.sql.base import SQLBase, stored
 if TYPE_CHECKING:
     from lorestore.core.records import Lesson, LessonVersion
 
-# A search word held by more lessons than COMMON_FLOOR, and by at least half of them, is not
-# ranked (LessonPrimitives._common_words): below it, ranking every match costs little. Both
-# are counted among the newest COMMON_SAMPLE lessons (the whole store, when it is smaller).
+# How often a search's words occur is told by the newest COMMON_SAMPLE lessons (the whole
+# store, when it is smaller; LessonPrimitives._word_classes, docs/search.md):
+# - a word held by at least half of them, and by more than COMMON_FLOOR, is common: not ranked;
+# - a word held by at least one in FREQUENT_SHARE of them is frequent: ranked among the newest
+#   lessons only, as many as hold about RANKED of its matches;
+# - the others are ranked over every match, as a small store ranks every word.
 COMMON_FLOOR = 1000
 COMMON_SAMPLE = 2 * COMMON_FLOOR
+FREQUENT_SHARE = 32
+RANKED = 2000
+# Row keys bound no window: every key is below this one.
+NO_BOUND = 2**63 - 1
+
 # The trust states of served lessons, counted per scope by scope_counts.
 ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
+
+
+@dataclass(slots=True)
+class WordClasses:
+    """A search's words by how it ranks them (LessonPrimitives._word_classes)."""
+
+    common: list[str] = field(default_factory=list)
+    frequent: list[str] = field(default_factory=list)
+    rare: list[str] = field(default_factory=list)
+    since: int = 0  # the frequent words are ranked in lessons from this row key on
 
 
 class LessonPrimitives(SQLBase):
@@ -214,18 +233,28 @@ class LessonPrimitives(SQLBase):
         params = self._search_addresses(addresses)
         params.update(now=now, tags=dumps(list(tags)), ntags=len(tags))
         params["match"] = self._match(list(terms))
-        common = self._common_words(terms)
-        telling = [t for t in terms if t not in common]
+        words = self._word_classes(terms)
+        ranked = words.frequent + words.rare
         rows: list[Any] = []
-        if telling:
-            rows = self._all("search", params | {"find": self._match(telling), "limit": limit})
-        if common and len(rows) < limit:
-            # Lessons holding only common words: newest first as the index gives them (the
-            # ranked ones are all here already), in their scores' order after the others.
+        if ranked:
+            find = {"find": self._match(ranked), "limit": limit}
+            rows = self._all("search", params | find | {"since": words.since, "before": NO_BOUND})
+            if words.since and words.rare:
+                # Older lessons are ranked by their rarer words alone: a frequent word adds
+                # little to a score (BM25 weighs it by its rarity), and every one of them was
+                # scored to find these.
+                find["find"] = self._match(words.rare)
+                older = self._all("search", params | find | {"since": 0, "before": words.since})
+                rows = sorted(rows + older, key=lambda r: -float(r["score"]))  # cut below
+        unranked = words.common + (words.frequent if words.since else [])
+        if unranked and len(rows) < limit:
+            # Lessons holding only common words, or only frequent ones before the window:
+            # newest first as the index gives them, in their scores' order after the others.
+            # Every match in the window is here already (fewer than the limit were found).
             seen = {r["pk"] for r in rows}
             newest = self._all(
                 "search_newest",
-                params | {"find": self._match(common), "limit": limit + len(rows)},
+                params | {"find": self._match(unranked), "limit": limit + len(rows)},
             )
             more = [r for r in newest if r["pk"] not in seen][: limit - len(rows)]
             rows += sorted(more, key=lambda r: -float(r["score"]))
@@ -238,22 +267,41 @@ class LessonPrimitives(SQLBase):
         ]
         if rescored is not None:  # else the store's order and scores stand
             hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
-        return hits
+        return hits[:limit]
 
-    def _common_words(self, terms: Sequence[str]) -> list[str]:
-        """The words of a search held by at least half of the newest COMMON_SAMPLE lessons
-        (the whole store, when it holds fewer), and by more than COMMON_FLOOR of them: BM25
-        gives such a word no weight (FTS5 clamps its idf to 1e-6), yet ranking its matches
-        means scoring most of the store. A search ranks its other words' matches as ever and
-        lists the lessons holding only common words after them, newest first
-        (docs/search.md). The newest lessons tell a common word as all of them do, at a cost
-        that does not grow with the store."""
+    def _word_classes(self, terms: Sequence[str]) -> WordClasses:
+        """How a search ranks each of its words, told by how many of the newest COMMON_SAMPLE
+        lessons hold it (the whole store, when it holds fewer), at a cost that does not grow
+        with the store (docs/search.md):
+
+        - common (at least half of them, more than COMMON_FLOOR): BM25 gives such a word no
+          weight (FTS5 clamps its idf to 1e-6), yet ranking its matches means scoring most of
+          the store; not ranked, its lessons listed after the ranked ones, newest first;
+        - frequent (at least one in FREQUENT_SHARE): ranked among the newest lessons only,
+          from ``since``, the row key of the oldest of as many as hold about RANKED of the
+          frequent words' matches (0, every lesson, when the store holds fewer, or no more
+          than the sample);
+        - rare: ranked over every match."""
         words = self._array([self._match([t]) for t in terms])
         row = self._one("word_shares", {"words": words, "sample": COMMON_SAMPLE})
         total, held = row["total"], row["held"]
         if isinstance(held, str):  # SQLite's JSON arrives as text
             held = json.loads(held)
-        return [t for t, n in zip(terms, held, strict=True) if n > COMMON_FLOOR and 2 * n >= total]
+        classes = WordClasses()
+        holders = 0  # the frequent words' matches among the sampled lessons
+        for term, n in zip(terms, held, strict=True):
+            if n > COMMON_FLOOR and 2 * n >= total:
+                classes.common.append(term)
+            elif n and FREQUENT_SHARE * n >= total:
+                classes.frequent.append(term)
+                holders += n
+            else:
+                classes.rare.append(term)
+        if classes.frequent and total == COMMON_SAMPLE:  # a smaller store is ranked whole
+            window = -(-RANKED * total // holders)  # lessons holding about RANKED matches
+            found = self._one("newest_key", {"position": window})
+            classes.since = int(found["pk"]) if found and found["pk"] is not None else 0
+        return classes
 
     def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
         rows = self._all("scope_counts", {"owners": self._array(owners), "now": now})

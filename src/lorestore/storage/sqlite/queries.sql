@@ -282,12 +282,14 @@ ORDER BY seen_count DESC, pk DESC;
 
 -- name: search
 -- Active, unexpired lessons in the given scopes matching an FTS5 expression (:find), best BM25
--- first (ORDER BY rank lets FTS5 return matches in rank order instead of sorting them all).
+-- first (ORDER BY rank lets FTS5 return matches in rank order instead of sorting them all),
+-- with row keys from :since up to :before (a frequent word's window, sql/lessons.py).
 SELECT l.pk, l.value_digest, l.pending_version, l.doc,
        -rank AS score,
        snippet(lessons_fts, 1, '[', ']', '…', 16) AS snippet
 FROM lessons_fts JOIN lesson_docs AS l ON l.pk = lessons_fts.rowid
 WHERE lessons_fts MATCH :find AND rank MATCH 'bm25(4.0, 1.0, 2.0)'
+  AND lessons_fts.rowid >= :since AND lessons_fts.rowid < :before
   AND l.owner || char(31) || l.scope IN (SELECT value FROM json_each(:addresses))
   AND l.status = 'active' AND l.trust != 'rejected'
   AND (l.expires_at IS NULL OR l.expires_at > :now)
@@ -315,7 +317,7 @@ LIMIT :limit;
 -- name: word_shares
 -- The newest :sample lessons of the store (how many were read: every lesson the index holds,
 -- when it holds fewer), and how many of them hold each word (a JSON list of FTS5
--- expressions), found by rowid in the index (sql/lessons.py, _common_words).
+-- expressions), found by rowid in the index (sql/lessons.py, _word_classes).
 WITH sample AS (
     SELECT count(*) AS size, coalesce(min(pk), 0) AS first
     FROM (SELECT pk FROM lessons ORDER BY pk DESC LIMIT :sample))
@@ -324,6 +326,11 @@ SELECT size AS total,
                                  WHERE lessons_fts MATCH w.value AND rowid >= sample.first))
         FROM json_each(:words) AS w) AS held
 FROM sample;
+
+-- name: newest_key
+-- The row key of the lesson at :position among the newest (1 the newest); none when the store
+-- holds fewer (sql/lessons.py, _word_classes).
+SELECT pk FROM lessons ORDER BY pk DESC LIMIT 1 OFFSET :position - 1;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
