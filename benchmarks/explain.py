@@ -26,8 +26,8 @@ from lorestore.models import ListParams
 from lorestore.operations import BY_NAME
 from lorestore.service import LessonService
 from lorestore.storage.rows import lesson_from_row
-from lorestore.storage.sqlite import SQLiteStore
 from lorestore.storage.sql.lessons import NO_BOUND
+from lorestore.storage.sqlite import SQLiteStore
 from lorestore.storage.sqlite.store import Q
 from lorestore.transports.mcp.server import call_tool, local_invoker, tool_definitions
 

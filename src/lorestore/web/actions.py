@@ -13,6 +13,8 @@ from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 
 from lorestore.core.errors import LorestoreError
+from lorestore.models import AuditVerifyResult
+from lorestore.operations import BY_NAME
 from lorestore.web.app import Context
 from lorestore.web.pages import admin
 
@@ -45,6 +47,21 @@ def _review(operation: str, done: str, **fixed: Any) -> Callable[[Context], Awai
         return _back(_text(form, "back") or "/review", done, f"{scope} / {key}")
 
     return action
+
+
+async def audit_verify(ctx: Context) -> Response:
+    """Start verifying the hash chains the session's token may read, in the background
+    (web/chains.py); the audit page shows it running, then its result."""
+    operation, service, actor = BY_NAME["audit_verify"], ctx.dashboard.service, ctx.actor
+    params = operation.parse({})
+
+    def verify() -> AuditVerifyResult:
+        result = operation.invoke(service, actor, params)
+        assert isinstance(result, AuditVerifyResult)
+        return result
+
+    ctx.dashboard.chain_checks.start(ctx.session.token_hash, verify)
+    return RedirectResponse("/audit", status_code=303)
 
 
 async def token_create(ctx: Context) -> Response:
@@ -128,6 +145,7 @@ ACTIONS: dict[str, Callable[[Context], Awaitable[Response]]] = {
     "/review/accept-revision": _review("memory_verify", "revision-accepted", revision=True),
     "/review/reject-revision": _review("memory_reject", "revision-rejected", revision=True),
     "/review/dismiss-dispute": _review("memory_verify", "dispute-dismissed"),
+    "/audit/verify": audit_verify,
     "/admin/tokens/create": token_create,
     "/admin/tokens/revoke": token_revoke,
     "/admin/orgs/create": org_create,

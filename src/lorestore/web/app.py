@@ -28,6 +28,7 @@ from lorestore.models import Result
 from lorestore.operations import BY_NAME
 from lorestore.service import LessonService
 from lorestore.transports.http.errors import status_of
+from lorestore.web.chains import ChainChecks
 from lorestore.web.render import render
 from lorestore.web.sessions import Session, SessionStore
 
@@ -88,6 +89,7 @@ class Dashboard:
     def __init__(self, service: LessonService, settings: Settings, origin: str) -> None:
         self.service = service
         self.sessions = SessionStore(timedelta(hours=settings.dashboard_session_hours))
+        self.chain_checks = ChainChecks()
         self.origin = origin.rstrip("/")
         parts = urlsplit(self.origin)
         default = 443 if parts.scheme == "https" else 80

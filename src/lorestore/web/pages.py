@@ -179,15 +179,14 @@ async def audit(ctx: Context) -> Response:
     query = ctx.request.query_params
     filters = {name: query.get(name) or None for name in ("scope", "key", "since", "until")}
     page = await ctx.call("memory_audit", limit=100, cursor=query.get("cursor") or None, **filters)
-    # Verifying recomputes every chain from its first event (O(events)): asked for, not run
-    # on every view of the log.
-    chains = await ctx.call("audit_verify") if query.get("verify") == "1" else None
+    # Verifying recomputes every chain from its first event (O(events)): asked for (a POST to
+    # /audit/verify), run in the background, its latest run shown here (web/chains.py).
     return ctx.page(
         "audit.html",
         events=page.events,
         next_cursor=page.next_cursor,
         filters=filters,
-        chains=chains,
+        check=ctx.dashboard.chain_checks.latest(ctx.session.token_hash),
     )
 
 
