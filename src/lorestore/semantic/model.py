@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from lorestore.semantic.pooling import Pooler
+
 MODEL_NAME = "wordllama/l2_supercat_256"
 DIMENSIONS = 256
 PACKAGE = "wordllama"
@@ -81,21 +83,16 @@ class Embedder:
         self.version = version
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
-        """One unit-length row per text."""
-        import numpy as np
-
-        # Batches of 16: wordllama pads a batch to its longest text, so large batches of
-        # lessons of uneven length cost more (1,000 corpus lessons: 0.46 s in 256s, 0.28 in 8s,
-        # 0.31 in 32s, on the shared machine).
-        found = _model().embed(texts, norm=True, batch_size=16)
-        return np.ascontiguousarray(found, dtype=np.float32)
+        """One unit-length row per text: wordllama's ``embed(texts, norm=True)``, made
+        without its padding (semantic/pooling.py)."""
+        return _model().embed(texts)
 
 
-_loaded: list[Any] = []
+_loaded: list[Pooler] = []
 _loading = threading.Lock()
 
 
-def _model() -> Any:
+def _model() -> Pooler:
     if not _loaded:
         with _loading:
             if not _loaded:
@@ -103,7 +100,14 @@ def _model() -> Any:
     return _loaded[0]
 
 
-def _load() -> Any:
+def _load() -> Pooler:
+    from lorestore.semantic.pooling import Pooler
+
+    return Pooler.load(load_wordllama())
+
+
+def load_wordllama() -> Any:
+    """wordllama's own model (its ``embed`` is what ``Embedder.embed`` reproduces)."""
     from pathlib import Path
 
     import wordllama  # type: ignore[import-untyped]
