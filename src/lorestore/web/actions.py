@@ -13,8 +13,6 @@ from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 
 from lorestore.core.errors import LorestoreError
-from lorestore.models import AuditVerifyResult
-from lorestore.operations import BY_NAME
 from lorestore.web.app import Context
 from lorestore.web.pages import admin
 
@@ -52,15 +50,7 @@ def _review(operation: str, done: str, **fixed: Any) -> Callable[[Context], Awai
 async def audit_verify(ctx: Context) -> Response:
     """Start verifying the hash chains the session's token may read, in the background
     (web/chains.py); the audit page shows it running, then its result."""
-    operation, service, actor = BY_NAME["audit_verify"], ctx.dashboard.service, ctx.actor
-    params = operation.parse({})
-
-    def verify() -> AuditVerifyResult:
-        result = operation.invoke(service, actor, params)
-        assert isinstance(result, AuditVerifyResult)
-        return result
-
-    ctx.dashboard.chain_checks.start(ctx.session.token_hash, verify)
+    ctx.dashboard.chain_checks.start(ctx.session.token_hash, ctx.bound("audit_verify"))
     return RedirectResponse("/audit", status_code=303)
 
 

@@ -5,6 +5,7 @@ service authorises each one exactly as it does for MCP, REST and the CLI."""
 
 from __future__ import annotations
 
+import functools
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
@@ -66,13 +67,16 @@ class Context:
     def can_admin(self) -> bool:
         return self.actor.can("admin")
 
-    async def call(self, operation: str, **arguments: Any) -> Any:
-        """Run a catalog operation as this request's actor (in a worker thread)."""
+    def bound(self, operation: str, **arguments: Any) -> Callable[[], Any]:
+        """A catalog operation as this request's actor, its arguments parsed now (bad ones are
+        refused here), to run when called: in a worker thread, or in the background."""
         op = BY_NAME[operation]
         params = op.parse({k: v for k, v in arguments.items() if v is not None})
-        result: Result = await anyio.to_thread.run_sync(
-            op.invoke, self.dashboard.service, self.actor, params
-        )
+        return functools.partial(op.invoke, self.dashboard.service, self.actor, params)
+
+    async def call(self, operation: str, **arguments: Any) -> Any:
+        """Run a catalog operation as this request's actor (in a worker thread)."""
+        result: Result = await anyio.to_thread.run_sync(self.bound(operation, **arguments))
         return result
 
     def page(self, template: str, status: int = 200, **values: Any) -> Response:
