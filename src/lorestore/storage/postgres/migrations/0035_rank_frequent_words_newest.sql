@@ -10,7 +10,8 @@
 --   - lorestore_search_hits takes a window of row keys, `since` (included) to `before`
 --     (excluded), defaults every row; its plan becomes a custom one, so that a window the
 --     planner sees walks the primary key (or ANDs it with the full-text index) instead of
---     ranking every match, and the owners are known (as lorestore_search_newest, 0032);
+--     ranking every match, and the owners are known (as lorestore_search_newest, 0032); its
+--     scopes are tested on each match as text, not looked up pair by pair (below);
 --   - lorestore_newest_key(nth): the row key of the nth lesson among the
 --     newest the actor may read (1 the newest), where a window starts.
 -- Tenancy: as 0024 and 0034: the owners come from the session's actor (lorestore_owners()),
@@ -34,6 +35,11 @@ CREATE FUNCTION lorestore_search_hits(
     AS $$
 DECLARE
     readable text[] := public.lorestore_owners();
+    -- The (owner, scope) pairs as one text each, tested on each match: given as pairs, a
+    -- custom plan walked the listing index once for each pair and ANDed it with the
+    -- full-text index (a word in 2.5 % of 100k lessons over five scopes: 21 ms, 14 ms so).
+    addresses text[] := ARRAY(
+        SELECT o || E'\x1f' || s FROM unnest(owners, scopes) AS u (o, s));
 BEGIN
     RETURN QUERY
         SELECT l.pk, ts_rank_cd(l.search, query)
@@ -41,7 +47,7 @@ BEGIN
         WHERE l.search @@ query
           AND l.pk >= since AND l.pk < before
           AND l.owner = ANY (readable)
-          AND (l.owner, l.scope) IN (SELECT * FROM unnest(owners, scopes))
+          AND l.owner || E'\x1f' || l.scope = ANY (addresses)
           AND l.status = 'active' AND l.trust <> 'rejected'
           AND (l.expires_at IS NULL OR l.expires_at > at)
           AND l.tags @> wanted_tags
