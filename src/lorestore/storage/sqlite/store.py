@@ -14,6 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -101,7 +102,7 @@ class SQLiteStore:
         self._refuse_foreign()
         self._conn.row_factory = sqlite3.Row
         self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._write_ahead_log()
         self._conn.execute("PRAGMA synchronous = NORMAL")
         # Up to 32 MiB of page cache (SQLite's default is 2 MiB): the indexes that recall,
         # search and list walk at 100k lessons do not fit in 2 MiB. Memory is taken as pages
@@ -115,6 +116,20 @@ class SQLiteStore:
         if fts_automerge(self._conn) != FTS_AUTOMERGE:  # an import died before turning it on
             set_fts_automerge(self._conn, FTS_AUTOMERGE)
         self._conn.execute(Q["lesson_docs"])
+
+    def _write_ahead_log(self) -> None:
+        """Switch the file to WAL. The switch takes the file's exclusive lock, and first opens
+        racing for a new file can deadlock on it, which SQLite ends by failing one of them at
+        once, without its busy handler: that one tries again, until the busy timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     def _check_audit_heads(self) -> None:
         """Warn when an owner's audit head is not its last stored event: the newest events
