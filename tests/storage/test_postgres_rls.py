@@ -359,6 +359,25 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(call.replace(", 10)", f", 10, {alices})")).fetchone() == (1,)
 
 
+def test_the_recall_lookup_function_applies_tenancy_itself(seeded: PostgresStore) -> None:
+    """lorestore_recalls_naming (migration 0036) reads the recall log past RLS: it keeps to the
+    actor's owners whatever owners it is asked for."""
+    from lorestore.models import RecallParams
+
+    service = LessonService(seeded)
+    recall = service.memory_recall(ALICE, RecallParams(repo="alice/app", task="secret"))
+    lesson_id = recall.offered[0].lesson.id
+    call = (
+        "SELECT count(*) FROM lorestore_recalls_naming(%s::jsonb, ARRAY['user:alice'],"
+        " '-infinity', 10)"
+    )
+    naming = f'[{{"lesson_id": "{lesson_id}"}}]'
+    with app_connection(seeded, "user:bob") as conn:
+        assert conn.execute(call, [naming]).fetchone() == (0,)  # alice's, asked for by bob
+    with app_connection(seeded, "user:alice") as conn:
+        assert conn.execute(call, [naming]).fetchone() == (1,)  # positive control
+
+
 def test_a_rejection_waits_for_writes_of_its_owner_in_flight(seeded: PostgresStore) -> None:
     """A write that has checked the tombstones holds the owner's corrections lock (shared)
     until it commits; a rejection takes it exclusively first, so its scan for copies sees

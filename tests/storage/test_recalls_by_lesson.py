@@ -25,6 +25,7 @@ from lorestore.models import (
 from lorestore.service import LessonService
 from lorestore.service.maintenance import Maintenance, SweepPlan
 from lorestore.storage.postgres import PostgresStore
+from lorestore.storage.postgres.dialect import Q
 from lorestore.storage.postgres.setup import init_database
 from lorestore.storage.protocol import Store
 from lorestore.storage.sqlite import SQLiteStore
@@ -184,6 +185,18 @@ def test_the_server_finds_a_lessons_recalls_through_its_indexes(
         pg_template.drop(name)
 
 
+def scans(app_url: str, query: str, params: dict[str, Any]) -> tuple[int, int]:
+    """The sequential and index scans of recall_log that ``query`` made, as the app role."""
+    with psycopg.connect(app_url) as conn, conn.transaction():
+        conn.execute("SELECT set_config('lorestore.actor', 'user:local', true)")
+        conn.execute(query, params).fetchall()
+        row = conn.execute(
+            "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'recall_log'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
 # A thousand recalls of a hundred lessons each, as a busy store logs them in a few days.
 LOGGED = """
 INSERT INTO recall_log (recall_id, owner, at, actor, context, offered, held)
@@ -231,6 +244,22 @@ def test_a_lessons_recalls_are_planned_through_the_indexes_however_many_are_logg
             conn.execute(LOGGED, [1000])
             found = plan(conn)
             assert "recall_log_held" in found and "Seq Scan" not in found, found
+        # As the app role, the store's query finds them through the indexes too: under RLS
+        # the containment test alone could not use them (the control, the same test written
+        # directly, scans).
+        app = pg_template.app_url(name)
+        lesson = '[{"lesson_id": "00000000-0000-4000-8000-000000000000"}]'
+        params = {"owners": ["user:local"], "since": SINCE, "limit": 20, "lesson": lesson}
+        direct = (
+            "SELECT * FROM recall_log WHERE owner = ANY (%(owners)s)"
+            " AND at >= %(since)s::timestamptz"
+            " AND (offered @> %(lesson)s::jsonb OR held @> %(lesson)s::jsonb)"
+            " ORDER BY at DESC LIMIT %(limit)s"
+        )
+        sequential, indexed = scans(app, Q["recalls_of_lesson"], params)
+        assert sequential == 0 and indexed >= 1
+        assert scans(app, direct, params) == (1, 0)
+        with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute("ALTER INDEX recall_log_offered SET (fastupdate = on)")
             conn.execute("ALTER INDEX recall_log_held SET (fastupdate = on)")
             conn.execute(LOGGED, [1000])

@@ -615,12 +615,12 @@ LIMIT %(limit)s;
 
 -- name: recalls_of_lesson
 -- As recent_recalls, only those that offered or held a lesson: an element naming it, found
--- through migration 0031's GIN indexes on the two lists.
-SELECT * FROM recall_log
-WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
-  AND (offered @> %(lesson)s::jsonb OR held @> %(lesson)s::jsonb)
-ORDER BY at DESC, recall_id DESC
-LIMIT %(limit)s;
+-- through migration 0031's GIN indexes on the two lists by a definer function (under RLS
+-- the containment test could not use them, migration 0036), the rows then read under RLS.
+SELECT r.* FROM lorestore_recalls_naming(%(lesson)s::jsonb, %(owners)s::text[],
+         %(since)s::timestamptz, %(limit)s) AS hit
+JOIN recall_log AS r ON r.recall_id = hit.recall_id
+ORDER BY r.at DESC, r.recall_id DESC;
 
 -- name: get_recall
 -- One logged recall decision of these owners.
