@@ -237,15 +237,15 @@ class LessonPrimitives(SQLBase):
         ranked = words.frequent + words.rare
         rows: list[Any] = []
         if ranked:
-            find = {"find": self._match(ranked), "limit": limit}
-            rows = self._all("search", params | find | {"since": words.since, "before": NO_BOUND})
+            window = {"find": self._match(ranked), "since": words.since, "before": NO_BOUND}
+            rows = self._all("search", params | window | {"limit": limit})
             if words.since and words.rare:
-                # Older lessons are ranked by their rarer words alone: a frequent word adds
-                # little to a score (BM25 weighs it by its rarity), and every one of them was
-                # scored to find these.
-                find["find"] = self._match(words.rare)
-                older = self._all("search", params | find | {"since": 0, "before": words.since})
-                rows = sorted(rows + older, key=lambda r: -float(r["score"]))  # cut below
+                # The lessons before the window are ranked by the rarer words alone (a frequent
+                # word adds little to a score: BM25 weighs a word by its rarity); both pages
+                # merge by score, and the cut to the limit comes at the end.
+                older = {"find": self._match(words.rare), "since": 0, "before": words.since}
+                rows += self._all("search", params | older | {"limit": limit})
+                rows.sort(key=lambda r: -float(r["score"]))
         unranked = words.common + (words.frequent if words.since else [])
         if unranked and len(rows) < limit:
             # Lessons holding only common words, or only frequent ones before the window:
