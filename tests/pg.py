@@ -47,6 +47,7 @@ TENANT_TABLES = frozenset(
         "owner_stats",
         "scope_tallies",
         "audit_day_counts",
+        "recall_day_counts",
         "tokens",
         "invites",
         "scope_bindings",

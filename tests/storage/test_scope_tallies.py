@@ -3,10 +3,13 @@ and trust) and audit_day_counts (audit events per owner, day and action) equal a
 the rows after writes, revisions, reviews (verify, reject, undo, dispute), archive, restore,
 delete, purge, expiry and its sweep, imports, and a copy by `lorestore migrate`; the
 inventory and the chart read from them say what a count over every row says; an older store
-gets them backfilled by the migration."""
+gets them backfilled by the migration. The same of recall_day_counts (recalls and the lessons
+they held per owner and day; SQLite migration 0032, PostgreSQL 0037), through recalls on
+several days and the recall log's retention sweep."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from datetime import UTC, datetime
@@ -28,9 +31,11 @@ from lorestore.models import (
     DeleteParams,
     NoParams,
     PurgeParams,
+    RecallParams,
     RejectParams,
 )
 from lorestore.service import LessonService
+from lorestore.service.maintenance import Maintenance, SweepPlan
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.postgres.setup import init_database
 from lorestore.storage.protocol import Store
@@ -84,6 +89,23 @@ def days_kept(store: Store) -> dict[tuple[str, str, str], int]:
     }
 
 
+def recall_days_recounted(store: Store) -> dict[tuple[str, str], tuple[int, int]]:
+    counted: dict[tuple[str, str], tuple[int, int]] = {}
+    for row in _select(store, "recall_log"):
+        held = row["held"]
+        held = len(json.loads(held) if isinstance(held, str) else held)
+        recalls, before = counted.get((row["owner"], _day(row["at"])), (0, 0))
+        counted[(row["owner"], _day(row["at"]))] = (recalls + 1, before + held)
+    return counted
+
+
+def recall_days_kept(store: Store) -> dict[tuple[str, str], tuple[int, int]]:
+    return {
+        (r["owner"], r["day"]): (r["recalls"], r["held"])
+        for r in _select(store, "recall_day_counts")
+    }
+
+
 def inventory_recounted(store: Store, owners: set[str], now: str) -> list[dict[str, Any]]:
     """What the inventory said when it counted every lesson (migration 0029's GROUP BY)."""
     counted: dict[tuple[str, str], Counter[str]] = {}
@@ -116,6 +138,7 @@ def inventory_recounted(store: Store, owners: set[str], now: str) -> list[dict[s
 def assert_counted(store: Store, service: LessonService) -> None:
     assert tallies_kept(store) == tallies_recounted(store)
     assert days_kept(store) == days_recounted(store)
+    assert recall_days_kept(store) == recall_days_recounted(store)
     now = service._now()
     for actor, owners in READS.items():
         listed = service.memory_scopes(actor, NoParams()).model_dump()["scopes"]
@@ -190,6 +213,39 @@ def test_counters_equal_a_recount_after_every_kind_of_change(
     )
 
 
+def test_the_recall_counters_follow_the_log_through_recalls_and_its_sweep(
+    store: Store, clock: Clock, tmp_path: Path
+) -> None:
+    service = LessonService(store, clock=clock)
+    seeded(store, clock, tmp_path)
+    first = clock()
+    for _ in range(3):  # three days of recalls by two people
+        for task in ("ci", "a flaky test in the billing project"):
+            service.memory_recall(LOCAL, RecallParams(repo="local/x", branch="main", task=task))
+        service.memory_recall(BOB, RecallParams(repo="bob/dotfiles", task="ci"))
+        clock.advance(days=1)
+    kept = recall_days_kept(store)
+    assert kept == recall_days_recounted(store)
+    days = sorted(day for owner, day in kept if owner == "user:local")
+    assert len(days) >= 3 and kept[("user:local", days[-1])][0] == 2
+    assert sum(held for _, held in kept.values()) > 0  # held lessons are counted, not only recalls
+    # The chart reads them: the reader's own recalls, not another person's.
+    chart = service.memory_activity(LOCAL, ActivityParams(days=90)).days
+    mine = {k: v for k, v in recall_days_recounted(store).items() if k[0] == "user:local"}
+    assert {d.day: (d.recalls, d.held) for d in chart if d.recalls} == {
+        day: n for (_, day), n in mine.items()
+    }
+    # The retention sweep deletes the recalls older than 30 days, and their days' counts go.
+    clock.advance(days=29)
+    Maintenance(service).maintain(LOCAL, SweepPlan())
+    kept = recall_days_kept(store)
+    assert kept == recall_days_recounted(store)
+    assert ("user:local", days[-1]) in kept  # the last day's recalls are within the retention
+    assert ("user:local", first.strftime("%Y-%m-%d")) not in kept
+    assert not any(owner == "user:bob" and day < days[-1] for owner, day in kept)
+    assert_counted(store, service)
+
+
 def test_a_copy_by_migrate_counts_what_it_holds(
     tmp_path: Path, clock: Clock, pg_template: Template, pg_pool: Pool
 ) -> None:
@@ -218,19 +274,24 @@ def test_the_migration_backfills_an_older_store(tmp_path: Path, clock: Clock) ->
     store = SQLiteStore(tmp_path / "old.db")
     seed(LessonService(store, clock=clock), store, clock)
     expected_tallies, expected_days = tallies_recounted(store), days_recounted(store)
+    expected_recalls = recall_days_recounted(store)
+    assert expected_recalls  # the seed's recall
     store.close()
-    # The store as 0029 left it: no counters, no triggers, 0030 not recorded.
+    # The store as 0029 left it: no counters, no triggers, 0030 and 0032 not recorded.
     conn = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
     for trigger in ("scope_tallies_insert", "scope_tallies_update", "scope_tallies_delete",
-                    "audit_day_counts_insert"):  # fmt: skip
+                    "audit_day_counts_insert", "recall_day_counts_insert",
+                    "recall_day_counts_delete"):  # fmt: skip
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE scope_tallies")
     conn.execute("DROP TABLE audit_day_counts")
-    conn.execute("DELETE FROM schema_migrations WHERE number = 30")
+    conn.execute("DROP TABLE recall_day_counts")
+    conn.execute("DELETE FROM schema_migrations WHERE number IN (30, 32)")
     conn.close()
-    reopened = SQLiteStore(tmp_path / "old.db")  # applies 0030 again
+    reopened = SQLiteStore(tmp_path / "old.db")  # applies 0030 and 0032 again
     assert tallies_kept(reopened) == expected_tallies
     assert days_kept(reopened) == expected_days
+    assert recall_days_kept(reopened) == expected_recalls
     assert_counted(reopened, LessonService(reopened, clock=clock))
     reopened.close()
 
@@ -243,9 +304,14 @@ def test_the_migration_backfills_an_older_server_database(
         store = PostgresStore(pg_template.app_url(name), max_size=2)
         seeded(store, clock, tmp_path)
         expected_tallies, expected_days = tallies_recounted(store), days_recounted(store)
+        expected_recalls = recall_days_recounted(store)
+        assert expected_recalls  # the seed's recall
         store.close()
         admin = admin_of(pg_template.app_url(name))
         with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute("DROP TABLE recall_day_counts")
+            conn.execute("DROP FUNCTION lorestore_tally_recalls() CASCADE")  # and its triggers
+            conn.execute("DELETE FROM schema_migrations WHERE number = 37")
             undo_0033(conn)  # applied again after 0030, as on an upgrade from 0029
             conn.execute("DROP TRIGGER lessons_tally ON lessons")
             conn.execute("DROP TRIGGER audit_log_tally ON audit_log")
@@ -254,10 +320,11 @@ def test_the_migration_backfills_an_older_server_database(
                          " lorestore_tally_scope(text, text, text, text, integer)")  # fmt: skip
             conn.execute("DROP STATISTICS lessons_author_association")
             conn.execute("DELETE FROM schema_migrations WHERE number = 30")
-        init_database(admin)  # applies 0030 and 0033 again, as an upgrade does
+        init_database(admin)  # applies 0030, 0033 and 0037 again, as an upgrade does
         again = PostgresStore(pg_template.app_url(name), max_size=2)
         assert tallies_kept(again) == expected_tallies
         assert days_kept(again) == expected_days
+        assert recall_days_kept(again) == expected_recalls
         assert_counted(again, LessonService(again, clock=clock))
         again.close()
     finally:
@@ -273,14 +340,23 @@ def test_the_app_role_reads_only_its_counters_and_writes_none(
         "UPDATE scope_tallies SET candidate = 0",
         "INSERT INTO scope_tallies (owner, scope) VALUES ('user:bob', 'global')",
         "UPDATE audit_day_counts SET events = 0",
+        "UPDATE recall_day_counts SET recalls = 0",
+        "DELETE FROM recall_day_counts",
     )
     with app_connection(store, "user:bob") as conn:
         owners = {r[0] for r in conn.execute("SELECT owner FROM scope_tallies")}
         assert owners == {"user:bob", "org:acme"}  # not user:alice's, nor user:local's
         days = {r[0] for r in conn.execute("SELECT owner FROM audit_day_counts")}
         assert "user:bob" in days and days <= {"user:bob", "org:acme"}
+        service = LessonService(store, clock=clock)
+        service.memory_recall(BOB, RecallParams(repo="bob/dotfiles", task="ci"))
+        service.memory_recall(LOCAL, RecallParams(task="ci"))
+        recalled = {r[0] for r in conn.execute("SELECT owner FROM recall_day_counts")}
+        assert recalled == {"user:bob"}  # user:local recalled too (the control below)
         for statement in forged:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
     assert tallies_kept(store) == tallies_recounted(store)  # nothing changed
+    assert recall_days_kept(store) == recall_days_recounted(store)
+    assert {owner for owner, _ in recall_days_kept(store)} >= {"user:bob", "user:local"}
     store.close()

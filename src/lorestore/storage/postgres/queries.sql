@@ -371,12 +371,12 @@ WHERE owner = ANY (%(owners)s)
 GROUP BY day, action;
 
 -- name: recall_activity
--- Recalls of these owners since a time, and the lessons they held, by day (UTC).
-SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*) AS recalls,
-       sum(jsonb_array_length(held))::bigint AS held
-FROM recall_log
-WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
-GROUP BY 1;
+-- Recalls of these owners since the start of a day (UTC), and the lessons they held, by day:
+-- read from the per-day counters of migration 0037, one row per owner and day.
+SELECT day, sum(recalls) AS recalls, sum(held) AS held FROM recall_day_counts
+WHERE owner = ANY (%(owners)s)
+  AND day >= to_char(%(since)s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+GROUP BY day;
 
 -- name: audit_chain
 -- Every audit event of an owner in chain order.

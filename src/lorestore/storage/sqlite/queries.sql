@@ -421,10 +421,10 @@ WHERE owner IN (SELECT value FROM json_each(:owners)) AND day >= substr(:since, 
 GROUP BY day, action;
 
 -- name: recall_activity
--- Recalls of these owners since a time, and the lessons they held, by day (UTC).
-SELECT substr(at, 1, 10) AS day, count(*) AS recalls, sum(json_array_length(held)) AS held
-FROM recall_log
-WHERE owner IN (SELECT value FROM json_each(:owners)) AND at >= :since
+-- Recalls of these owners since the start of a day (UTC), and the lessons they held, by day:
+-- read from the per-day counters of migration 0032, one row per owner and day.
+SELECT day, sum(recalls) AS recalls, sum(held) AS held FROM recall_day_counts
+WHERE owner IN (SELECT value FROM json_each(:owners)) AND day >= substr(:since, 1, 10)
 GROUP BY day;
 
 -- name: audit_chain
