@@ -14,6 +14,9 @@ from tests.conftest import Cli
 from lorestore.cli.main import app
 
 ODD = re.compile(r"<(bool|str|int|float|list\[[a-z]+\])[^>]*>|\{[A-Z_]+\}")
+# Text in square brackets that Rich, which renders the help, would take for a style tag and
+# drop: `lorestore[semantic]` came out as `lorestore`. Written `\[semantic]` it shows.
+MARKUP = re.compile(r"(?<!\\)\[[a-z][\w ,=#/.-]*\]")
 
 
 def _paths(command: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -33,6 +36,23 @@ def test_every_help_page_reads_as_click_help(cli: Cli) -> None:
         assert not ODD.search(shown.stdout), (path, ODD.search(shown.stdout))
         for flag in re.findall(r"\[default: ([a-z-]+)\]", shown.stdout):
             assert f"--{flag}" not in shown.stdout, (path, flag)  # a flag's name as its default
+
+
+def test_no_help_text_loses_its_square_brackets(cli: Cli) -> None:
+    root = typer.main.get_command(app)
+    commands = [root]
+    for path in list(_paths(root))[1:]:
+        command = root
+        for name in path:
+            command = command.commands[name]  # type: ignore[attr-defined]
+        commands.append(command)
+    texts = [c.help or "" for c in commands]
+    texts += [getattr(p, "help", None) or "" for c in commands for p in c.params]
+    assert any("lorestore\\[semantic]" in t for t in texts)  # the walk saw the escaped ones
+    assert not [m for t in texts for m in MARKUP.findall(t)]
+    shown = " ".join(cli("reindex", "--help").stdout.split())
+    assert "pip install 'lorestore[semantic]'" in shown
+    assert "lorestore[semantic]" in "".join(cli("eval", "--help").stdout.split()).replace("│", "")
 
 
 def test_the_command_list_flows_and_completion_is_offered(cli: Cli) -> None:

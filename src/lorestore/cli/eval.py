@@ -202,7 +202,7 @@ def eval_command(
         typer.Option(
             "--lexical",
             help="full-text retrieval only, as without the semantic extra (default: hybrid "
-            "when lorestore[semantic] is installed)",
+            "when lorestore\\[semantic] is installed)",
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,

@@ -34,7 +34,7 @@ def reindex_command(
     json_output: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Embed the lessons that lack a vector of the semantic model in use (or carry another
-    model's), for hybrid retrieval. Needs the extra: pip install 'lorestore[semantic]'."""
+    model's), for hybrid retrieval. Needs the extra: pip install 'lorestore\\[semantic]'."""
     try:
         store, warning = _store(database_url)
     except LorestoreError as error:
