@@ -10,7 +10,8 @@ on the same machine (shared with other work: read the ratios, and the calibratio
 - reindex lessons/s: every vector of a copy made another model's, then re-embedded in pages
   as ``lorestore reindex`` does; target >= 5,000 lessons/s;
 - with ``--postgres ADMIN_URL``: write p50 with and without embedding, and recall p95 lexical
-  against hybrid at ``--pg-size`` lessons, on a throwaway PostgreSQL database as the app role.
+  against hybrid at ``--pg-size`` lessons, on a throwaway PostgreSQL database as the app role;
+  with ``--pg-database NAME`` too, recall only, on that kept database of the corpus.
 
 Run: .venv/bin/python benchmarks/semantic_bench.py [--size 100000] [--postgres URL]
 """
@@ -173,6 +174,28 @@ def postgres_figures(admin: str, size: int, samples: int, writes: int) -> dict[s
     return out
 
 
+def postgres_recall(admin: str, database: str, samples: int) -> dict[str, Any]:
+    """Recall lexical against hybrid as the app role on a kept database of the corpus (as
+    `dashboard_bench.py --postgres ... --database NAME` keeps one; `lorestore reindex` gives
+    its lessons their vectors, which `lorestore migrate` does not copy)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from lorestore.storage.postgres import PostgresStore
+    from lorestore.storage.postgres.setup import init_database
+
+    report = init_database(make_conninfo(**(conninfo_to_dict(admin) | {"dbname": database})))
+    hybrid = PostgresStore(report.app_url, max_size=2)
+    lexical = PostgresStore(report.app_url, max_size=2, semantic=False)
+    try:
+        with hybrid.transaction(write=False) as tx:
+            if tx.count_lessons_to_embed():
+                raise SystemExit(f"{database}: lessons without a vector; run lorestore reindex")
+        return {"recall": recall_pair({"lexical": lexical, "hybrid": hybrid}, samples, 3)}
+    finally:
+        lexical.close()
+        hybrid.close()
+
+
 def _lift_caps(admin: str, app_url: str) -> None:
     """No cap on the throwaway database (a server's default is 10,000 lessons an owner)."""
     import psycopg
@@ -192,12 +215,19 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--postgres", metavar="ADMIN_URL")
     parser.add_argument("--pg-size", type=int, default=20_000)
+    parser.add_argument(
+        "--pg-database",
+        help="with --postgres: time recall on this kept database of the corpus instead of "
+        "loading --pg-size lessons (no write figures)",
+    )
     parser.add_argument("--parts", default="recall,reindex,write", help="of SQLite's figures")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     result: dict[str, Any] = {"calibration_us": [calibration()]}
     result["sqlite"] = sqlite_figures(args.size, args.samples, args.rounds, args.writes, parts)
-    if args.postgres:
+    if args.postgres and args.pg_database:
+        result["postgres"] = postgres_recall(args.postgres, args.pg_database, args.samples)
+    elif args.postgres:
         result["postgres"] = postgres_figures(
             args.postgres, args.pg_size, args.samples, args.writes // 2
         )

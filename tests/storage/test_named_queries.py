@@ -10,6 +10,7 @@ shared code both."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,21 @@ def test_a_misspelled_name_is_caught(module: str, name: str) -> None:
     backends = [module.split("/")[0]] if module.split("/")[0] in BACKENDS else list(BACKENDS)
     for backend in backends:
         assert any(f": {name}x (" in line for line in missing(backend, {path: mutated}))
+
+
+def test_no_postgresql_query_reads_the_lessons_search_vector_back() -> None:
+    """Rows of lessons are read through lesson_rows (migration 0038), without the tsvector
+    only the database's matching and ranking use; a query may still name lessons.search."""
+    texts = {
+        name: text
+        for file in ("queries.sql", "transfer.sql", "webhooks.sql")
+        for name, text in load_queries("lorestore.storage.postgres", file).items()
+    }
+    assert any("lesson_rows" in text for text in texts.values())  # the control
+    every_column = re.compile(r"SELECT\s+\*\s+FROM\s+lessons\b|(\w+)\.\*")
+    for name, text in texts.items():
+        for found in every_column.finditer(text):
+            alias = found.group(1)
+            if alias is None:
+                raise AssertionError(f"{name}: SELECT * FROM lessons")
+            assert not re.search(rf"\blessons\s+AS\s+{alias}\b", text), (name, alias)

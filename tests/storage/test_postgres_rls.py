@@ -117,6 +117,34 @@ def test_raw_sql_sees_only_the_actors_rows(seeded: PostgresStore) -> None:
         assert conn.execute("SELECT count(*) FROM lessons").fetchone() == (0,)
 
 
+def test_the_lesson_rows_view_applies_the_callers_row_level_security(
+    seeded: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    """lesson_rows (migration 0038: every column of lessons but the tsvector) is a
+    security_invoker view: through it the app role sees what lessons_read lets it see."""
+    with app_connection(seeded, "user:bob") as conn:
+        values = [r[0] for r in conn.execute("SELECT value FROM lesson_rows").fetchall()]
+        assert values == ["bob's own"]  # positive control: bob's own lesson, alice's not
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE lesson_rows SET value = 'x'")
+    with app_connection(seeded, "") as conn:  # no actor bound: nobody
+        assert conn.execute("SELECT count(*) FROM lesson_rows").fetchone() == (0,)
+    with _admin(pg_template, pg_database) as conn:
+        columns = {
+            table: [
+                r[0]
+                for r in conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass "
+                    "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                    [table],
+                )
+            ]
+            for table in ("lessons", "lesson_rows")
+        }
+    # Every column of lessons, in its order, but the search vector only the database reads.
+    assert columns["lesson_rows"] == [c for c in columns["lessons"] if c != "search"]
+
+
 def test_raw_sql_cannot_change_another_tenant(seeded: PostgresStore) -> None:
     with app_connection(seeded, "user:bob") as conn:
         assert conn.execute("UPDATE lessons SET value = 'pwned'").rowcount == 1  # only his own

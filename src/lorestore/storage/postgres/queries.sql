@@ -1,11 +1,11 @@
 -- name: lesson_at
 -- The lesson at an address, archived or not.
-SELECT * FROM lessons WHERE owner = %(owner)s AND scope = %(scope)s AND key = %(key)s;
+SELECT * FROM lesson_rows WHERE owner = %(owner)s AND scope = %(scope)s AND key = %(key)s;
 
 -- name: lessons_with_keys
 -- The lessons at one scope of an owner holding any of the given keys, archived or not (an
 -- agent's search: the narrower lessons that may shadow what it found).
-SELECT * FROM lessons WHERE owner = %(owner)s AND scope = %(scope)s AND key = ANY (%(keys)s);
+SELECT * FROM lesson_rows WHERE owner = %(owner)s AND scope = %(scope)s AND key = ANY (%(keys)s);
 
 -- name: insert_lesson
 -- Create the served row of a new address.
@@ -110,41 +110,41 @@ WHERE owner = %(owner)s AND scope = %(scope)s AND value_digest = %(value_digest)
 -- name: lessons_with_digest
 -- Lessons of an owner serving a value with this digest, in any scope, archived ones too (a
 -- rejection reaches the copies a restore would bring back).
-SELECT * FROM lessons
+SELECT * FROM lesson_rows
 WHERE owner = %(owner)s AND value_digest = %(value_digest)s;
 
 -- name: review_queue
 -- What awaits a person, most urgent first (see the SQLite twin for the reasons); each reason
 -- read on its own from its index (migration 0029) up to the limit, the branches disjoint.
 SELECT * FROM (
-    (SELECT l.*, 'disputed' AS queue_reason, 0 AS queue_rank FROM lessons AS l
+    (SELECT l.*, 'disputed' AS queue_reason, 0 AS queue_rank FROM lesson_rows AS l
         WHERE l.owner = ANY (%(owners)s) AND l.trust = 'disputed' AND l.status = 'active'
           AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
           AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
         ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
     UNION ALL
-    (SELECT l.*, 'revision', 1 FROM lessons AS l
+    (SELECT l.*, 'revision', 1 FROM lesson_rows AS l
         WHERE l.owner = ANY (%(owners)s) AND l.pending_version IS NOT NULL AND l.status = 'active'
           AND l.trust NOT IN ('rejected', 'disputed')
           AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
           AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
         ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
     UNION ALL
-    (SELECT l.*, 'corroborated', 2 FROM lessons AS l
+    (SELECT l.*, 'corroborated', 2 FROM lesson_rows AS l
         WHERE l.owner = ANY (%(owners)s) AND l.trust = 'corroborated' AND l.pending_version IS NULL
           AND l.status = 'active'
           AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
           AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
         ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
     UNION ALL
-    (SELECT l.*, 'recurring', 3 FROM lessons AS l
+    (SELECT l.*, 'recurring', 3 FROM lesson_rows AS l
         WHERE l.owner = ANY (%(owners)s) AND l.trust = 'candidate' AND l.seen_count >= 2
           AND l.pending_version IS NULL AND l.status = 'active'
           AND (%(scope)s::text IS NULL OR l.scope = %(scope)s::text)
           AND (l.expires_at IS NULL OR l.expires_at > %(now)s::timestamptz)
         ORDER BY l.updated_at DESC, l.pk DESC LIMIT %(limit)s)
     UNION ALL
-    (SELECT l.*, 'outside_author', 4 FROM lessons AS l
+    (SELECT l.*, 'outside_author', 4 FROM lesson_rows AS l
         WHERE l.owner = ANY (%(owners)s) AND (l.source->>'author_association') IS NOT NULL
           AND upper(l.source->>'author_association') NOT IN ('OWNER', 'MEMBER', 'COLLABORATOR')
           AND l.trust = 'candidate' AND l.seen_count < 2
@@ -158,7 +158,7 @@ LIMIT %(limit)s;
 
 -- name: list_lessons
 -- Served lessons of a scope, newest first, after a keyset cursor.
-SELECT * FROM lessons
+SELECT * FROM lesson_rows
 WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
   AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)
   AND (%(after_at)s::timestamptz IS NULL
@@ -176,7 +176,7 @@ LIMIT %(limit)s;
 -- the owners' pages merged.
 SELECT l.* FROM (SELECT DISTINCT unnest(%(owners)s::text[]) AS owner) AS o
 CROSS JOIN LATERAL (
-    SELECT * FROM lessons
+    SELECT * FROM lesson_rows
     WHERE owner = o.owner
       AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
       AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
@@ -200,7 +200,7 @@ LIMIT %(limit)s;
 -- Owner by owner, as browse_by_updated (lessons_browse_seen).
 SELECT l.* FROM (SELECT DISTINCT unnest(%(owners)s::text[]) AS owner) AS o
 CROSS JOIN LATERAL (
-    SELECT * FROM lessons
+    SELECT * FROM lesson_rows
     WHERE owner = o.owner
       AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
       AND (%(prefix)s::text IS NULL OR starts_with(scope, %(prefix)s::text))
@@ -232,14 +232,15 @@ WITH words AS (
     FROM unnest(string_to_array(%(match)s, ' | ')) WITH ORDINALITY AS u (w, n)
 )
 SELECT l.*, hit.score::float8 AS score,
-       ARRAY(SELECT ts_rank_cd(l.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
+       ARRAY(SELECT ts_rank_cd(t.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
           AS u (q, n) ORDER BY n) AS term_ranks,
        ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
 FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(find)s)), %(owners)s::text[],
          %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s, %(since)s,
          %(before)s) AS hit
-JOIN lessons AS l ON l.pk = hit.pk
+JOIN lesson_rows AS l ON l.pk = hit.pk
+JOIN lessons AS t ON t.pk = hit.pk
 CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
 
@@ -252,13 +253,14 @@ WITH words AS (
     FROM unnest(string_to_array(%(match)s, ' | ')) WITH ORDINALITY AS u (w, n)
 )
 SELECT l.*, hit.score::float8 AS score,
-       ARRAY(SELECT ts_rank_cd(l.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
+       ARRAY(SELECT ts_rank_cd(t.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
           AS u (q, n) ORDER BY n) AS term_ranks,
        ts_headline('english', l.value, to_tsquery('english', lorestore_fold(%(match)s)),
            'StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1') AS snippet
 FROM lorestore_search_newest(to_tsquery('english', lorestore_fold(%(find)s)), %(owners)s::text[],
          %(scopes)s::text[], %(now)s::timestamptz, %(tags)s::jsonb, %(limit)s) AS hit
-JOIN lessons AS l ON l.pk = hit.pk
+JOIN lesson_rows AS l ON l.pk = hit.pk
+JOIN lessons AS t ON t.pk = hit.pk
 CROSS JOIN words
 ORDER BY l.pk DESC;
 
@@ -301,13 +303,13 @@ ORDER BY t.scope COLLATE "C", t.owner COLLATE "C";
 
 -- name: archived_before
 -- Archived lessons whose archive time is older than the retention cutoff.
-SELECT * FROM lessons
+SELECT * FROM lesson_rows
 WHERE owner = %(owner)s AND status = 'archived' AND archived_at < %(cutoff)s::timestamptz
 ORDER BY archived_at, pk LIMIT %(limit)s;
 
 -- name: expired_before
 -- Lessons whose expiry has passed.
-SELECT * FROM lessons
+SELECT * FROM lesson_rows
 WHERE owner = %(owner)s AND expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
 ORDER BY expires_at, pk LIMIT %(limit)s;
 
@@ -564,11 +566,12 @@ WITH words AS (
 )
 SELECT l.*, hit.score::float8 AS score, l.source ->> 'agent' AS source_agent,
     l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit,
-    ARRAY(SELECT ts_rank_cd(l.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
+    ARRAY(SELECT ts_rank_cd(t.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
           AS u (q, n) ORDER BY n) AS term_ranks
 FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
          %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s) AS hit
-JOIN lessons AS l ON l.pk = hit.pk
+JOIN lesson_rows AS l ON l.pk = hit.pk
+JOIN lessons AS t ON t.pk = hit.pk
 CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
 
@@ -585,7 +588,7 @@ SELECT count(*) AS n FROM (
 -- Recall candidates of one rung: the newest served (or expired) lessons.
 SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
     source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
-FROM lessons
+FROM lesson_rows
 WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
 ORDER BY updated_at DESC, pk DESC
 LIMIT %(limit)s;
@@ -594,7 +597,7 @@ LIMIT %(limit)s;
 -- Recall candidates of one rung: the newest verified and corroborated lessons.
 SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
     source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
-FROM lessons
+FROM lesson_rows
 WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active'
   AND trust IN ('verified', 'corroborated')
 ORDER BY updated_at DESC, pk DESC
@@ -641,7 +644,7 @@ ON CONFLICT (owner, scope) DO UPDATE SET revision_policy = excluded.revision_pol
 
 -- name: export_lessons
 -- A page of the given owners' lessons in any state, by stable id (never the nil UUID).
-SELECT * FROM lessons
+SELECT * FROM lesson_rows
 WHERE owner = ANY (%(owners)s)
   AND id > coalesce(%(after_id)s::uuid, '00000000-0000-0000-0000-000000000000')
 ORDER BY id LIMIT %(limit)s;
@@ -705,7 +708,7 @@ ORDER BY created_at;
 
 -- name: lessons_by_ids
 -- An owner's lessons with any of these ids.
-SELECT * FROM lessons WHERE owner = %(owner)s AND id = ANY (%(ids)s::uuid[]);
+SELECT * FROM lesson_rows WHERE owner = %(owner)s AND id = ANY (%(ids)s::uuid[]);
 
 -- name: export_tombstones
 -- A page of the given owners' tombstones, lifted ones included, ordered by id.
@@ -816,7 +819,7 @@ WHERE owner = %(owner)s AND scope = %(scope)s AND generation >= %(since)s
 -- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
 SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
     source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
-FROM lessons
+FROM lesson_rows
 WHERE id = ANY (%(ids)s::uuid[]) AND owner = ANY (%(owners)s::text[])
   AND status = 'active' AND trust <> 'rejected';
 
