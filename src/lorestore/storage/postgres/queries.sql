@@ -223,9 +223,10 @@ LIMIT %(limit)s;
 -- Served lessons in the given scopes matching a tsquery (:find), with row keys from :since up to
 -- :before (a frequent word's window, sql/lessons.py), best ts_rank_cd first. The
 -- hits are found by a definer function so the GIN index is usable under RLS (migration 0009);
--- the rows are then read under RLS. term_ranks: each word of :match's rank alone, which the
--- store weighs by the word's rarity among these hits (core/rarity.py) for the score it
--- returns.
+-- the rows are then read under RLS, through lesson_rows (no search vector: migration 0038).
+-- term_ranks: each word of :match's rank alone, from the lesson's search vector (lessons AS
+-- t), which the store weighs by the word's rarity among these hits (core/rarity.py) for the
+-- score it returns.
 WITH words AS (
     -- each word of the expression as a query of its own, for its rank alone (core/rarity.py)
     SELECT array_agg(to_tsquery('english', lorestore_fold(w)) ORDER BY n) AS queries
