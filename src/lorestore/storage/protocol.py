@@ -495,6 +495,10 @@ class Transaction(WebhookTransaction, Protocol):
 class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
 
+    #: How many calls a server runs on this store at once (its worker threads): as many as
+    #: serve it best, a server's other requests waiting for a turn (transports/http/threads.py).
+    concurrent_calls: int
+
     def transaction(
         self,
         *,

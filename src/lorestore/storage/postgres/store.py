@@ -33,6 +33,9 @@ class PostgresStore:
         self, url: str, *, min_size: int = 1, max_size: int = 10, semantic: bool = True
     ) -> None:
         self.url = url
+        # A call waits on the server with the GIL released; more calls at once than pooled
+        # connections would only wait for one.
+        self.concurrent_calls = max_size
         # Hybrid retrieval's model and vector index; None without the extra or switched off.
         self.vectors = Vectors.open(semantic)
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(

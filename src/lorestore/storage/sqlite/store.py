@@ -66,6 +66,13 @@ def _identity(path: Path) -> tuple[int, int] | None:
 class SQLiteStore:
     """A lesson store in one SQLite file; migrates it on open."""
 
+    # A call on this store is Python holding the GIL nearly throughout (SQLite runs in
+    # process): more threads than two only contend for it. 16 clients reading, one server:
+    # 1,376-1,438 req/s with anyio's default 40 threads, 1,556-1,664 with two
+    # (docs/benchmarks.md, "HTTP load"). Two, not one: a write waiting on its commit's fsync
+    # leaves the other thread to readers.
+    concurrent_calls = 2
+
     def __init__(self, path: str | Path, *, semantic: bool = True) -> None:
         self.path = Path(path)
         # Hybrid retrieval's model and vector index; None without the extra or switched off.

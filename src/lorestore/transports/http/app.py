@@ -35,6 +35,7 @@ from lorestore.transports.http.openapi import openapi_document
 from lorestore.transports.http.rest import rest_routes, self_authenticating
 from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
+from lorestore.transports.http.threads import size_worker_threads
 from lorestore.transports.http.webhook import webhook_routes
 from lorestore.transports.lorekit import MOUNT as LOREKIT_MOUNT
 from lorestore.transports.lorekit.mount import LoreKitMount
@@ -168,6 +169,7 @@ def build_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        size_worker_threads(service.store)
         async with mcp.lifespan(), lorekit.lifespan(), anyio.create_task_group() as tasks:
             if settings.maintenance_hours is not None:
                 run = partial(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import anyio
 
 from lorestore.service.maintenance import MaintenanceReport
+from lorestore.transports.http.threads import long_calls
 
 MAINTENANCE_LOG = logging.getLogger("lorestore.maintenance")
 
@@ -18,7 +19,7 @@ async def run_schedule(run: Callable[[], MaintenanceReport], hours: float) -> No
     """``run`` now and every ``hours`` until cancelled; a failed run is logged, not fatal."""
     while True:
         try:
-            report = await anyio.to_thread.run_sync(run)
+            report = await anyio.to_thread.run_sync(run, limiter=long_calls())
         except Exception:
             MAINTENANCE_LOG.exception("maintenance failed")
         else:

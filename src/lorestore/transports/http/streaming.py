@@ -30,6 +30,7 @@ from lorestore.transports.http.errors import error_response
 from lorestore.transports.http.logs import OPERATION_KEY
 from lorestore.transports.http.openapi import route_path
 from lorestore.transports.http.rest import query_arguments, query_values
+from lorestore.transports.http.threads import long_calls
 
 # Paths whose request body is read as a stream, past the body limit (see limits.py).
 STREAMED_BODIES = frozenset(
@@ -101,7 +102,11 @@ async def _import(op: Operation, service: LessonService, request: Request) -> Re
         assert isinstance(params, ImportParams)
         body = request.stream().__aiter__()
         records = read_records(_pull(body))
-        result = await anyio.to_thread.run_sync(service.memory_import, actor, params, records)
+        # A long call (its body read from the network as it goes): not one of the short
+        # requests' turns.
+        result = await anyio.to_thread.run_sync(
+            service.memory_import, actor, params, records, limiter=long_calls()
+        )
     except LorestoreError as error:
         return error_response(error, request.scope)
     except ClientDisconnect:
