@@ -4,6 +4,7 @@ tests, with the clients that talk to it: REST over httpx2, MCP through the offic
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -101,6 +102,21 @@ class Server:
 
     def log_records(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.stderr.splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def agent_server(home: Path) -> Iterator[tuple[Server, str]]:
+    """A real ``lorestore serve`` on the store at ``home`` (no first-start admin token) and a
+    write token of the store's person, minted before it starts: an agent's view of it."""
+    service = build_service(load_settings())
+    params = TokenCreateParams.model_validate({"name": "agent", "permission": "write"})
+    token = service.token_create(local_actor(), params).token
+    service.store.close()
+    server = Server(home, "--no-admin-token")
+    try:
+        yield server, token
+    finally:
+        server.stop()
 
 
 @asynccontextmanager

@@ -10,12 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.serving import Server
+from tests.serving import Server, agent_server
 
-from lorestore.auth.actor import local_actor
-from lorestore.composition import build_service
-from lorestore.config import load_settings
-from lorestore.models import TokenCreateParams
 from lorestore.transports.http.client import RemoteClient
 from lorestore.transports.http.server import _listen
 from lorestore.transports.http.streaming_client import StreamingClient
@@ -41,13 +37,8 @@ def test_the_servers_accepted_connections_do_not_wait_for_acks() -> None:
 
 @pytest.fixture
 def server(home: Path) -> Iterator[tuple[Server, str]]:
-    service = build_service(load_settings())
-    params = TokenCreateParams.model_validate({"name": "agent", "permission": "write"})
-    token = service.token_create(local_actor(), params).token
-    service.store.close()
-    served = Server(home, "--no-admin-token")
-    yield served, token
-    served.stop()
+    with agent_server(home) as served:
+        yield served
 
 
 @pytest.mark.slow

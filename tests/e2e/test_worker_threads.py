@@ -14,12 +14,9 @@ import pytest
 from anyio.to_thread import current_default_thread_limiter
 from starlette.testclient import TestClient
 from tests.portable import header, lesson, line
-from tests.serving import Server
+from tests.serving import Server, agent_server
 
-from lorestore.auth.actor import local_actor
-from lorestore.composition import build_service
 from lorestore.config import load_settings
-from lorestore.models import TokenCreateParams
 from lorestore.service import LessonService
 from lorestore.storage.postgres import PostgresStore
 from lorestore.storage.sqlite import SQLiteStore
@@ -50,13 +47,8 @@ def test_the_worker_threads_are_sized_for_the_store(
 
 @pytest.fixture
 def served(home: Path) -> Iterator[tuple[Server, str]]:
-    service = build_service(load_settings())
-    params = TokenCreateParams.model_validate({"name": "agent", "permission": "write"})
-    token = service.token_create(local_actor(), params).token
-    service.store.close()
-    server = Server(home, "--no-admin-token")
-    yield server, token
-    server.stop()
+    with agent_server(home) as server:
+        yield server
 
 
 def _chunk(data: bytes) -> bytes:
