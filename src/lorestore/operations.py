@@ -123,6 +123,9 @@ class Operation:
     # generators skip it, and hand-written adapters (cli/portable.py, cli/importing.py,
     # transports/http/streaming.py) carry it. Never on MCP (DESIGN §6).
     streaming: bool = False
+    # Takes seconds at scale (its work grows with the whole store, not one answer): a server
+    # runs it on its long calls' threads, never on a short request's turn (transports/threads.py).
+    long_running: bool = False
 
     @property
     def destructive(self) -> bool:
@@ -297,6 +300,7 @@ CATALOG: tuple[Operation, ...] = (
         NoParams,
         AuditVerifyResult,
         surfaces=ADMIN_SURFACES,
+        long_running=True,  # every event's hash again: 1.3-1.8 s at 100k lessons
     ),
     Operation(
         "memory_archive",

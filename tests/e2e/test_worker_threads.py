@@ -1,18 +1,22 @@
 """A server runs its requests' service calls on as many worker threads as its store serves
 best (two on SQLite, whose calls hold the GIL; the pool's connections on PostgreSQL), and a
 long call does not take their turns: imports whose bodies are still arriving leave every
-other request answered. Through the real application, and a real `lorestore serve`."""
+other request answered, and an operation the catalog marks long-running (the audit chains'
+verification) waits for a long call's turn, not a short one's. Through the real
+application, and a real `lorestore serve`."""
 
 from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from anyio.to_thread import current_default_thread_limiter
 from starlette.testclient import TestClient
+from tests.pg import Template
 from tests.portable import header, lesson, line
 from tests.serving import Server, agent_server
 
@@ -32,14 +36,11 @@ def _tokens(service: LessonService) -> int:
 
 
 def test_the_worker_threads_are_sized_for_the_store(
-    home: Path, pg_template: object, pg_database: str
+    home: Path, pg_template: Template, pg_database: str
 ) -> None:
     sqlite = LessonService(SQLiteStore(home / "threads.db"))
     assert _tokens(sqlite) == SQLiteStore.concurrent_calls == 2  # anyio's default is 40
     sqlite.store.close()
-    from tests.pg import Template
-
-    assert isinstance(pg_template, Template)
     pg = LessonService(PostgresStore(pg_template.app_url(pg_database), max_size=6))
     assert _tokens(pg) == 6  # the pool's connections
     pg.store.close()
@@ -102,3 +103,28 @@ def test_imports_waiting_on_their_bodies_leave_other_requests_answered(
         results = [_finish_import(sock, f"k{n}") for n, sock in enumerate(waiting)]
     # The control: the imports were running all along, and land once their bodies end.
     assert [r["lessons"]["added"] for r in results] == [1] * IMPORTS  # type: ignore[index]
+
+
+@pytest.mark.slow
+def test_a_long_running_operation_takes_a_long_calls_turn(served: tuple[Server, str]) -> None:
+    server, token = served
+    waiting = [_begin_import(server.port, token) for _ in range(2)]  # both long turns taken
+    answers: list[int] = []
+    verifying = threading.Thread(
+        target=lambda: answers.append(
+            server.call("POST", "/api/v1/audit_verify", token, json={}).status_code
+        )
+    )
+    try:
+        verifying.start()
+        for _ in range(3):  # the short requests' turns are free
+            assert server.call("GET", "/api/v1/memory_scopes", token).status_code == 200
+        # On a short turn the verification of this small store ends in milliseconds; it
+        # waits for an import to end instead.
+        verifying.join(timeout=2)
+        assert verifying.is_alive() and answers == []
+    finally:
+        results = [_finish_import(sock, f"v{n}") for n, sock in enumerate(waiting)]
+    verifying.join(timeout=60)
+    assert answers == [200]  # the control: it ran once a long turn came free
+    assert [r["lessons"]["added"] for r in results] == [1, 1]  # type: ignore[index]

@@ -496,7 +496,7 @@ class Store(Protocol):
     """A backend: opens transactions; ``write=True`` takes the write lock up front."""
 
     #: How many calls a server runs on this store at once (its worker threads): as many as
-    #: serve it best, a server's other requests waiting for a turn (transports/http/threads.py).
+    #: serve it best, a server's other requests waiting for a turn (transports/threads.py).
     concurrent_calls: int
 
     def transaction(

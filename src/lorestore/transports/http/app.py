@@ -35,11 +35,11 @@ from lorestore.transports.http.openapi import openapi_document
 from lorestore.transports.http.rest import rest_routes, self_authenticating
 from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
-from lorestore.transports.http.threads import size_worker_threads
 from lorestore.transports.http.webhook import webhook_routes
 from lorestore.transports.lorekit import MOUNT as LOREKIT_MOUNT
 from lorestore.transports.lorekit.mount import LoreKitMount
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
+from lorestore.transports.threads import size_worker_threads
 from lorestore.web import is_dashboard_path
 from lorestore.web.app import dashboard_routes
 

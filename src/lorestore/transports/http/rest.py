@@ -28,6 +28,7 @@ from lorestore.transports.http.auth import authenticated
 from lorestore.transports.http.errors import error_response
 from lorestore.transports.http.logs import OPERATION_KEY
 from lorestore.transports.http.openapi import is_array, params_schema, route_path
+from lorestore.transports.threads import limiter_for
 
 
 def _methods(op: Operation) -> list[str]:
@@ -70,7 +71,9 @@ def _endpoint(op: Operation, service: LessonService) -> Callable[[Request], Awai
                 arguments: bytes | dict[str, object] = query_arguments(op, request.query_params)
             else:
                 arguments = await request.body()
-            result = await anyio.to_thread.run_sync(run, request.scope, arguments)
+            result = await anyio.to_thread.run_sync(
+                run, request.scope, arguments, limiter=limiter_for(op.long_running)
+            )
         except LorestoreError as error:
             return error_response(error, request.scope)
         return Response(result, media_type="application/json")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import anyio
 
 from lorestore.service.maintenance import MaintenanceReport
-from lorestore.transports.http.threads import long_calls
+from lorestore.transports.threads import long_calls
 
 MAINTENANCE_LOG = logging.getLogger("lorestore.maintenance")
 

@@ -30,7 +30,7 @@ from lorestore.transports.http.errors import error_response
 from lorestore.transports.http.logs import OPERATION_KEY
 from lorestore.transports.http.openapi import route_path
 from lorestore.transports.http.rest import query_arguments, query_values
-from lorestore.transports.http.threads import long_calls
+from lorestore.transports.threads import long_calls
 
 # Paths whose request body is read as a stream, past the body limit (see limits.py).
 STREAMED_BODIES = frozenset(

@@ -23,6 +23,7 @@ from lorestore.auth.actor import ALL_PERMISSIONS, Actor, Permission
 from lorestore.core.errors import LorestoreError
 from lorestore.models import Params, Result
 from lorestore.operations import BY_NAME, Operation, on_surface
+from lorestore.transports.threads import limiter_for
 
 if TYPE_CHECKING:
     from lorestore.service import LessonService
@@ -176,7 +177,14 @@ def build_server(
         except LorestoreError as error:
             return _error_result(error)
         # The store and the remote client block: keep them off the event loop.
-        return await anyio.to_thread.run_sync(call_tool, invoke, params.name, params.arguments)
+        op = BY_NAME.get(params.name)
+        return await anyio.to_thread.run_sync(
+            call_tool,
+            invoke,
+            params.name,
+            params.arguments,
+            limiter=limiter_for(op is not None and op.long_running),
+        )
 
     return Server(
         "lorestore",
