@@ -387,6 +387,21 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(call.replace(", 10)", f", 10, {alices})")).fetchone() == (1,)
 
 
+def test_kept_word_counts_are_each_actors_own(seeded: PostgresStore) -> None:
+    """Search and recall keep their word counts (storage/sql/word_shares.py) per actor: one
+    actor's count of its own lessons never decides how another's search ranks."""
+
+    def classes(actor: str) -> tuple[list[str], list[str]]:
+        with seeded.transaction(write=False, actor=actor) as tx:
+            words = tx._word_classes(["secret"])
+        return words.frequent, words.rare
+
+    assert classes("user:alice") == (["secret"], [])  # her one lesson holds it
+    assert classes("user:bob") == ([], ["secret"])  # his holds none: alice's count not his
+    assert classes("user:alice") == (["secret"], [])  # kept, still hers
+    assert classes("user:bob") == ([], ["secret"])
+
+
 def test_the_recall_lookup_function_applies_tenancy_itself(seeded: PostgresStore) -> None:
     """lorestore_recalls_naming (migration 0036) reads the recall log past RLS: it keeps to the
     actor's owners whatever owners it is asked for."""

@@ -13,7 +13,7 @@ import pytest
 from tests.portable import import_lines, lesson, line
 
 from lorestore.auth.actor import local_actor
-from lorestore.models import SearchParams
+from lorestore.models import RecallParams, SearchParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
 from lorestore.storage.sql import lessons
@@ -135,3 +135,55 @@ def test_a_frequent_word_is_ranked_among_the_newest_lessons(
     # Control: with a window as large as the store, the oldest lesson is the best match.
     monkeypatch.setattr(lessons, "RANKED", 10_000)
     assert keys(service, "webhook", 1) == ["webhook-first"]
+
+
+def recalled(service: LessonService, task: str) -> list[str]:
+    found = service.memory_recall(ME, RecallParams(repo="acme/app", task=task, budget=20000))
+    return [o.lesson.key for o in found.offered]
+
+
+@pytest.mark.lexical
+def test_recall_ranks_a_frequent_word_among_the_newest_lessons(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall's full-text pass ranks a task's words as search does: a frequent word among the
+    newest lessons only, a rarer word over every lesson (the rung's newest lessons are
+    candidates anyway, however the task is worded)."""
+    service = frequent(store, monkeypatch)
+    # The best match of all is the oldest lesson: outside the window, not a candidate.
+    first = recalled(service, "webhook")
+    assert first[0] == "n0240" and "webhook-first" not in first
+    # A rarer word of the task is ranked over every lesson: the oldest found and first.
+    assert recalled(service, "webhook quasar")[0] == "webhook-first"
+    # Control: with a window as large as the store, the oldest lesson is the best match.
+    monkeypatch.setattr(lessons, "RANKED", 10_000)
+    assert recalled(service, "webhook")[0] == "webhook-first"
+
+
+def shares_counted(store: Store, words: list[str], actor: str = ME.principal) -> int:
+    """Counts of the word shares a search and a recall of ``words`` made: ``word_shares``
+    queries run in a transaction of the store as ``actor``, as the service opens it."""
+    counted = 0
+    with store.transaction(write=False, actor=actor) as tx:
+        run = tx._one
+
+        def counting(name: str, params: Any) -> Any:
+            nonlocal counted
+            counted += name == "word_shares"
+            return run(name, params)
+
+        tx._one = counting  # type: ignore[method-assign]
+        tx.search([(ME.principal, APP)], words, tags=[], now="2026-01-01T00:00:00Z", limit=5)
+        tx.recall_candidates([(ME.principal, APP)], words, limit=5)
+    return counted
+
+
+def test_word_shares_are_counted_once_until_a_write(store: Store) -> None:
+    service = LessonService(store)
+    assert import_lines(service, [line(lesson("a", "The widget needs care."))]).lessons.added
+    assert shares_counted(store, ["widget", "care"]) == 1  # the recall used the search's count
+    assert shares_counted(store, ["widget", "care"]) == 0  # kept
+    assert shares_counted(store, ["widget", "gizmo"]) == 1  # a word not counted yet
+    # A write through the store makes every count stale: counted again.
+    assert import_lines(service, [line(lesson("b", "The gizmo needs care."))]).lessons.added
+    assert shares_counted(store, ["widget", "care"]) == 1

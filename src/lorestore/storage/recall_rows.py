@@ -43,15 +43,15 @@ _RECALL_HEAD = (
 def gather_recall(
     fetch: Callable[[str, dict[str, Any]], Sequence[RowLike]],
     addresses: Sequence[tuple[str, str]],
-    text_params: dict[str, Any] | None,
+    matched: Sequence[RowLike],
     limit: int,
 ) -> list[RecallRow]:
     """Recall's candidates on either store (``fetch`` runs one of its named queries): the
-    full-text matches over all rungs (when the task has words: ``text_params``), then per
-    rung the newest and the newest trusted lessons, each lesson once."""
+    full-text matches over all rungs (``matched``: the task's words' ``recall_by_text`` rows,
+    best first), then per rung the newest and the newest trusted lessons, each lesson once."""
     found: dict[str, RecallRow] = {}
-    if text_params is not None and addresses:
-        rows = fetch("recall_by_text", text_params)
+    if matched:
+        rows = matched
         hits = recall_rows(rows)
         scores = text_scores(rows)
         if scores is not None:

@@ -557,9 +557,11 @@ RETURNING requests;
 DELETE FROM recall_log WHERE owner = %(owner)s AND at < %(cutoff)s::timestamptz;
 
 -- name: recall_by_text
--- Recall candidates that the task's words match, over all the ladder's rungs in one pass,
--- best ts_rank_cd first (hits found by the definer function of migration 0009, expired
--- lessons included so that recall can hold them as expired). term_ranks: as in search.
+-- Recall candidates that the task's words (:find, of :match's) match, over all the ladder's
+-- rungs in one pass, with row keys from :since up to :before (a frequent word's window,
+-- sql/lessons.py), best ts_rank_cd first (hits found by the definer function of migration
+-- 0009, expired lessons included so that recall can hold them as expired). term_ranks: as in
+-- search.
 WITH words AS (
     -- each word of the expression as a query of its own, for its rank alone (core/rarity.py)
     SELECT array_agg(to_tsquery('english', lorestore_fold(w)) ORDER BY n) AS queries
@@ -569,8 +571,9 @@ SELECT l.*, hit.score::float8 AS score, l.source ->> 'agent' AS source_agent,
     l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit,
     ARRAY(SELECT ts_rank_cd(t.search, q)::float8 FROM unnest(words.queries) WITH ORDINALITY
           AS u (q, n) ORDER BY n) AS term_ranks
-FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(match)s)), %(owners)s::text[],
-         %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s) AS hit
+FROM lorestore_search_hits(to_tsquery('english', lorestore_fold(%(find)s)), %(owners)s::text[],
+         %(scopes)s::text[], '-infinity'::timestamptz, '[]'::jsonb, %(limit)s, %(since)s,
+         %(before)s) AS hit
 JOIN lesson_rows AS l ON l.pk = hit.pk
 JOIN lessons AS t ON t.pk = hit.pk
 CROSS JOIN words

@@ -20,6 +20,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.semantic.index import Vectors
 from lorestore.storage.postgres.dialect import PostgresTransaction, Q, Row
 from lorestore.storage.postgres.errors import translate
+from lorestore.storage.sql.word_shares import WordShares
 
 __all__ = ["PostgresStore", "PostgresTransaction"]
 
@@ -38,6 +39,7 @@ class PostgresStore:
         self.concurrent_calls = max_size
         # Hybrid retrieval's model and vector index; None without the extra or switched off.
         self.vectors = Vectors.open(semantic)
+        self.word_shares = WordShares()  # search's and recall's word counts, kept a while
         self._pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             url,
             min_size=min_size,
@@ -114,6 +116,8 @@ class PostgresStore:
                         conn.execute(Q["register_actor"])
                     tx = PostgresTransaction(conn, write=write, pipeline=pipeline)
                     tx._vectors = self.vectors
+                    # Word counts cover the lessons row-level security lets the actor read.
+                    tx._word_shares, tx._reader = self.word_shares, actor or ""
                     yield tx
                     conn.execute("COMMIT")
             except BaseException:
@@ -125,6 +129,8 @@ class PostgresStore:
                     with suppress(psycopg.Error):  # a broken connection: the pool drops it
                         conn.rollback()
                 raise
+        if write:
+            self.word_shares.wrote()
         if register:
             self._registered.add(str(actor))
         if meanwhile is not None:

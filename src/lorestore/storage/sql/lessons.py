@@ -27,6 +27,7 @@ from lorestore.storage.rows import (
     version_params,
 )
 from lorestore.storage.sql.base import SQLBase, stored
+from lorestore.storage.sql.word_shares import WordShares
 
 if TYPE_CHECKING:
     from lorestore.core.records import Lesson, LessonVersion
@@ -60,6 +61,11 @@ class WordClasses:
 
 class LessonPrimitives(SQLBase):
     """Lessons, versions, sessions, tombstones, reads and recall, over the dialect."""
+
+    # Set by the store on each transaction it opens: its kept word shares, and whose lessons
+    # this transaction's counts cover (the actor under PostgreSQL's row-level security).
+    _word_shares: WordShares = WordShares(ttl=0.0)  # a transaction of no store keeps nothing
+    _reader: str = ""
 
     # Lessons and their versions.
 
@@ -282,11 +288,18 @@ class LessonPrimitives(SQLBase):
           frequent words' matches (0, every lesson, when the store holds fewer, or no more
           than the sample);
         - rare: ranked over every match."""
-        words = self._array([self._match([t]) for t in terms])
-        row = self._one("word_shares", {"words": words, "sample": COMMON_SAMPLE})
-        total, held = row["total"], row["held"]
-        if isinstance(held, str):  # SQLite's JSON arrives as text
-            held = json.loads(held)
+        kept, reader = self._word_shares, self._reader
+        generation = kept.generation
+        found = kept.shares(reader, COMMON_SAMPLE, terms)
+        if found is None:
+            words = self._array([self._match([t]) for t in terms])
+            row = self._one("word_shares", {"words": words, "sample": COMMON_SAMPLE})
+            total, held = int(row["total"]), row["held"]
+            if isinstance(held, str):  # SQLite's JSON arrives as text
+                held = json.loads(held)
+            kept.keep_shares(reader, COMMON_SAMPLE, terms, total, held, generation)
+        else:
+            total, held = found
         classes = WordClasses()
         holders = 0  # the frequent words' matches among the sampled lessons
         for term, n in zip(terms, held, strict=True):
@@ -299,8 +312,12 @@ class LessonPrimitives(SQLBase):
                 classes.rare.append(term)
         if classes.frequent and total == COMMON_SAMPLE:  # a smaller store is ranked whole
             window = -(-RANKED * total // holders)  # lessons holding about RANKED matches
-            found = self._one("newest_key", {"position": window})
-            classes.since = int(found["pk"]) if found and found["pk"] is not None else 0
+            since = kept.window(reader, window)
+            if since is None:
+                row = self._one("newest_key", {"position": window})
+                since = int(row["pk"]) if row and row["pk"] is not None else 0
+                kept.keep_window(reader, window, since, generation)
+            classes.since = since
         return classes
 
     def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
@@ -338,12 +355,32 @@ class LessonPrimitives(SQLBase):
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
     ) -> list[RecallRow]:
-        text = None
-        if terms:
-            text = self._recall_addresses(addresses)
-            text["match"] = self._match(list(terms))
-            text["limit"] = limit * len(addresses)
-        return gather_recall(self._all, addresses, text, limit)
+        matched: list[Any] = []
+        if terms and addresses:
+            matched = self._recall_matches(addresses, terms, limit * len(addresses))
+        return gather_recall(self._all, addresses, matched, limit)
+
+    def _recall_matches(
+        self, addresses: Sequence[tuple[str, str]], terms: Sequence[str], limit: int
+    ) -> list[Any]:
+        """The lessons of the ladder the task's words match, best first, ranked as a search
+        ranks them (_word_classes): a common word not at all, a frequent one among the newest
+        lessons only, the rarer ones over every lesson. What only common or older frequent
+        words would find, each rung's newest and trusted lessons stand for (gather_recall)."""
+        words = self._word_classes(terms)
+        ranked = words.frequent + words.rare
+        if not ranked:
+            return []
+        params = self._recall_addresses(addresses)
+        params.update(match=self._match(list(terms)), limit=limit)
+        window = {"find": self._match(ranked), "since": words.since, "before": NO_BOUND}
+        rows = self._all("recall_by_text", params | window)
+        if words.since and words.rare:  # before the window, the rarer words alone (as search)
+            older = {"find": self._match(words.rare), "since": 0, "before": words.since}
+            rows += self._all("recall_by_text", params | older)
+            rows.sort(key=lambda r: -float(r["score"]))
+            del rows[limit:]
+        return rows
 
     def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
         row = self._one("count_recall_lessons", {"owner": owner, "scope": scope, "cap": than + 1})

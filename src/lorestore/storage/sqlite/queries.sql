@@ -632,9 +632,10 @@ ON CONFLICT (token_id) DO UPDATE SET
 RETURNING requests;
 
 -- name: recall_by_text
--- Recall candidates that the task's words match, over all the ladder's rungs in one
--- full-text pass, best BM25 first (the weights of `search`; ties oldest first, as FTS5's rank
--- order gives them). Only the ladder's matches are ranked: each match is first looked up in
+-- Recall candidates that the task's words (:find) match, over all the ladder's rungs in one
+-- full-text pass, with row keys from :since up to :before (a frequent word's window,
+-- sql/lessons.py), best BM25 first (the weights of `search`; ties oldest first, as FTS5's
+-- rank order gives them). Only the ladder's matches are ranked: each match is first looked up in
 -- recall_lessons (migration recall_create_addresses), which holds the lessons recall
 -- considers with an integer for their address, so a common word's matches in other scopes
 -- cost a small lookup instead of BM25 (`ORDER BY rank` ranked every match in every scope
@@ -646,7 +647,8 @@ SELECT l.*, -hit.score AS score,
 FROM (
     SELECT lessons_fts.rowid AS pk, bm25(lessons_fts, 4.0, 1.0, 2.0) AS score
     FROM lessons_fts CROSS JOIN recall_lessons AS r ON r.pk = lessons_fts.rowid
-    WHERE lessons_fts MATCH :match
+    WHERE lessons_fts MATCH :find
+      AND lessons_fts.rowid >= :since AND lessons_fts.rowid < :before
       AND +r.address IN (
           SELECT a.id FROM json_each(:addresses) AS rung
           JOIN recall_addresses AS a ON a.owner = json_extract(rung.value, '$[0]')

@@ -23,6 +23,7 @@ from pathlib import Path
 from lorestore.core.timestamps import format_ts
 from lorestore.semantic.index import Vectors
 from lorestore.storage import migrations
+from lorestore.storage.sql.word_shares import WordShares
 from lorestore.storage.sqlite.bulk import FTS_AUTOMERGE, BulkLoad, fts_automerge, set_fts_automerge
 from lorestore.storage.sqlite.dialect import Q, SQLiteTransaction
 from lorestore.storage.sqlite.errors import (
@@ -77,6 +78,7 @@ class SQLiteStore:
         self.path = Path(path)
         # Hybrid retrieval's model and vector index; None without the extra or switched off.
         self.vectors = Vectors.open(semantic)
+        self.word_shares = WordShares()  # search's and recall's word counts, kept a while
         self._lock = threading.RLock()
         try:
             if str(path) != ":memory:":
@@ -188,6 +190,7 @@ class SQLiteStore:
             try:
                 tx = SQLiteTransaction(self._conn, self._bulk)
                 tx._vectors = self.vectors
+                tx._word_shares = self.word_shares  # one reader: every lesson of the file
                 register = write and actor is not None and actor not in self._registered
                 if register:
                     tx.ensure_principal(str(actor), format_ts(datetime.now(UTC)))
@@ -211,6 +214,8 @@ class SQLiteStore:
             except sqlite3.DatabaseError as exc:
                 self._rollback()
                 raise store_error(exc) from exc
+            if write:
+                self.word_shares.wrote()
             if register:
                 self._registered.add(str(actor))
 
