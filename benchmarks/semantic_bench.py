@@ -40,6 +40,7 @@ from lorestore.models import WriteParams  # noqa: E402
 from lorestore.service import LessonService  # noqa: E402
 from lorestore.storage.protocol import Store  # noqa: E402
 from lorestore.storage.sqlite import SQLiteStore  # noqa: E402
+from lorestore.transports import settle_heap  # noqa: E402
 from recall_bench import _cached, _contexts, _pass, _percentile  # noqa: E402
 
 ACTOR = local_actor(session="bench")
@@ -57,6 +58,7 @@ def recall_pair(stores: dict[str, Store], samples: int, rounds: int) -> dict[str
     warm = _contexts(Corpus(seed=12).queries(samples))
     for service in services.values():  # each ladder's pages, and its vectors, loaded once
         _pass(service, warm)
+    settle_heap()  # as `lorestore serve` and `lorestore mcp` do once started
     figures: dict[str, dict[str, list[float]]] = {n: {"p50": [], "p95": []} for n in services}
     offered: dict[str, float] = {}
     names = list(services)

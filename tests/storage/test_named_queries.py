@@ -126,10 +126,7 @@ def test_every_query_in_the_files_is_asked_for(backend: str, filename: str) -> N
 def test_the_scan_sees_the_queries_of_every_part(backend: str) -> None:
     # The positive control: the scan finds names through each kind of use it claims to read.
     shared = asked_for((STORAGE / "sql" / "lessons.py").read_text("utf-8"))
-    assert {"lesson_at", "search", "insert_lesson", "recall_by_text"} <= shared
-    assert {"recall_recent", "recall_trusted"} <= asked_for(
-        (STORAGE / "recall_rows.py").read_text("utf-8")
-    )
+    assert {"lesson_at", "search", "insert_lesson", "recall_by_text", "recall_pages"} <= shared
     transfer = asked_for((STORAGE / "transfer.py").read_text("utf-8"))
     assert {"source_counts", "select_lessons", "insert_lessons"} <= transfer
     dialect = asked_for((STORAGE / backend / "dialect.py").read_text("utf-8"))

@@ -7,6 +7,7 @@ lessons holding only common words after them, newest first. A frequent word (hel
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from lorestore.auth.actor import local_actor
 from lorestore.models import RecallParams, SearchParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
-from lorestore.storage.sql import lessons
+from lorestore.storage.sql import lessons, word_shares
 from lorestore.storage.sql.lessons import COMMON_FLOOR, COMMON_SAMPLE
 
 ME = local_actor(session="common-1")
@@ -150,13 +151,15 @@ def test_recall_ranks_a_frequent_word_among_the_newest_lessons(
     newest lessons only, a rarer word over every lesson (the rung's newest lessons are
     candidates anyway, however the task is worded)."""
     service = frequent(store, monkeypatch)
+    monkeypatch.setattr(lessons, "RECALL_SAMPLE", 200)
+    monkeypatch.setattr(lessons, "RECALL_RANKED", 20)
     # The best match of all is the oldest lesson: outside the window, not a candidate.
     first = recalled(service, "webhook")
     assert first[0] == "n0240" and "webhook-first" not in first
     # A rarer word of the task is ranked over every lesson: the oldest found and first.
     assert recalled(service, "webhook quasar")[0] == "webhook-first"
     # Control: with a window as large as the store, the oldest lesson is the best match.
-    monkeypatch.setattr(lessons, "RANKED", 10_000)
+    monkeypatch.setattr(lessons, "RECALL_RANKED", 10_000)
     assert recalled(service, "webhook")[0] == "webhook-first"
 
 
@@ -178,12 +181,16 @@ def shares_counted(store: Store, words: list[str], actor: str = ME.principal) ->
     return counted
 
 
-def test_word_shares_are_counted_once_until_a_write(store: Store) -> None:
+def test_word_shares_are_counted_once_for_a_while(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     service = LessonService(store)
     assert import_lines(service, [line(lesson("a", "The widget needs care."))]).lessons.added
-    assert shares_counted(store, ["widget", "care"]) == 1  # the recall used the search's count
+    assert shares_counted(store, ["widget", "care"]) == 2  # a search's sample, and recall's
     assert shares_counted(store, ["widget", "care"]) == 0  # kept
-    assert shares_counted(store, ["widget", "gizmo"]) == 1  # a word not counted yet
-    # A write through the store makes every count stale: counted again.
-    assert import_lines(service, [line(lesson("b", "The gizmo needs care."))]).lessons.added
-    assert shares_counted(store, ["widget", "care"]) == 1
+    assert shares_counted(store, ["widget", "gizmo"]) == 2  # a word not counted yet
+    # Once the count is TTL seconds old, it is counted again.
+    later = time.monotonic() + word_shares.TTL + 1
+    monkeypatch.setattr(word_shares.time, "monotonic", lambda: later)
+    assert shares_counted(store, ["widget", "care"]) == 2
+    assert shares_counted(store, ["widget", "care"]) == 0

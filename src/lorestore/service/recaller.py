@@ -205,11 +205,9 @@ class Recaller(ServiceBase):
             found.append(Candidate(row.head, row.value_digest, rung, row.score, policy))
             records[row.head.id] = row.record
         weighed = Counter((row.owner, row.head.scope) for row in rows)
-        not_considered = [
-            scope
-            for owner, scope in rungs_of
-            if tx.has_more_lessons(owner, scope, weighed[(owner, scope)])
-        ]
+        ladder = list(rungs_of)
+        more = tx.rungs_with_more(ladder, [weighed[rung] for rung in ladder])
+        not_considered = [scope for (_, scope), left in zip(ladder, more, strict=True) if left]
         return found, records, not_considered, retrieval
 
     def _rungs_of(

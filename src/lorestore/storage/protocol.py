@@ -380,9 +380,12 @@ class Transaction(WebhookTransaction, Protocol):
         """Embed up to ``limit`` of the lessons after pk ``after`` that lack the model's
         vector; how many, and the last pk read (``after`` when none was left)."""
 
-    def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
-        """Whether ``scope`` holds more than ``than`` active, not rejected lessons (expired
-        ones counted, as recall's candidates are): a count that stops at ``than + 1``."""
+    def rungs_with_more(
+        self, addresses: Sequence[tuple[str, str]], weighed: Sequence[int]
+    ) -> list[bool]:
+        """For each (owner, scope), whether it holds more active, not rejected lessons (expired
+        ones counted, as recall's candidates are) than its ``weighed``: one statement for the
+        ladder, each count stopping past the largest ``weighed``."""
 
     def insert_recall(self, record: RecallRecord) -> None: ...
 

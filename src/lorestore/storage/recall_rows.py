@@ -4,7 +4,7 @@ only when offered; and the recall log's rows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from operator import itemgetter
 from typing import Any
@@ -40,29 +40,20 @@ _RECALL_HEAD = (
 )
 
 
-def gather_recall(
-    fetch: Callable[[str, dict[str, Any]], Sequence[RowLike]],
-    addresses: Sequence[tuple[str, str]],
-    matched: Sequence[RowLike],
-    limit: int,
-) -> list[RecallRow]:
-    """Recall's candidates on either store (``fetch`` runs one of its named queries): the
-    full-text matches over all rungs (``matched``: the task's words' ``recall_by_text`` rows,
-    best first), then per rung the newest and the newest trusted lessons, each lesson once."""
+def gather_recall(matched: Sequence[RowLike], pages: Sequence[RowLike]) -> list[RecallRow]:
+    """Recall's candidates on either store: the full-text matches over all rungs
+    (``matched``: the task's words' ``recall_by_text`` rows, best first), then each rung's
+    newest and newest trusted lessons (``pages``: ``recall_pages``'s rows), each lesson once."""
     found: dict[str, RecallRow] = {}
     if matched:
-        rows = matched
-        hits = recall_rows(rows)
-        scores = text_scores(rows)
+        hits = recall_rows(matched)
+        scores = text_scores(matched)
         if scores is not None:
             hits = [hit._replace(score=score) for hit, score in zip(hits, scores, strict=True)]
         for hit in hits:
             found[hit.head.id] = hit
-    for owner, scope in addresses:
-        rung = {"owner": owner, "scope": scope, "limit": limit}
-        for name in ("recall_recent", "recall_trusted"):
-            for hit in recall_rows(fetch(name, rung)):
-                found.setdefault(hit.head.id, hit)
+    for hit in recall_rows(pages):
+        found.setdefault(hit.head.id, hit)
     return list(found.values())
 
 

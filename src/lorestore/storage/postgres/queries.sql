@@ -266,14 +266,10 @@ CROSS JOIN words
 ORDER BY l.pk DESC;
 
 -- name: word_shares
--- The newest :sample lessons the actor may read (how many were read), and how many of them
--- hold each word (sql/lessons.py, _word_classes; migration 0034).
-SELECT total, held FROM lorestore_word_shares(%(words)s::text[], %(sample)s);
-
--- name: newest_key
--- The row key of the lesson at :position among the newest the actor may read (1 the newest);
--- none when they are fewer (sql/lessons.py, _word_classes; migration 0035).
-SELECT lorestore_newest_key(%(position)s) AS pk;
+-- The newest :sample lessons the actor may read (how many were read, and the row keys they
+-- span), and how many of them hold each word (sql/lessons.py, _word_classes; migrations 0034,
+-- 0039).
+SELECT total, held, oldest, newest FROM lorestore_word_shares(%(words)s::text[], %(sample)s);
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
@@ -579,33 +575,39 @@ JOIN lessons AS t ON t.pk = hit.pk
 CROSS JOIN words
 ORDER BY hit.score DESC, l.pk;
 
--- name: count_recall_lessons
--- The active, not rejected lessons of a scope, counted up to a cap: whether recall's
--- candidates left some of a rung unweighed, at the cost of at most cap rows.
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM lessons
-    WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
-    LIMIT %(cap)s
-) AS capped;
+-- name: count_recall_rungs
+-- The active, not rejected lessons of each rung (in the ladder's order), counted up to a cap:
+-- whether recall's candidates left some of a rung unweighed, at the cost of at most cap rows
+-- a rung.
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM lessons AS x
+            WHERE x.owner = rung.owner AND x.scope = rung.scope AND x.status = 'active'
+              AND x.trust <> 'rejected'
+            LIMIT %(cap)s) AS capped) AS n
+FROM unnest(%(owners)s::text[], %(scopes)s::text[]) WITH ORDINALITY AS rung (owner, scope, i)
+ORDER BY rung.i;
 
--- name: recall_recent
--- Recall candidates of one rung: the newest served (or expired) lessons.
-SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
-    source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
-FROM lesson_rows
-WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active' AND trust <> 'rejected'
-ORDER BY updated_at DESC, pk DESC
-LIMIT %(limit)s;
-
--- name: recall_trusted
--- Recall candidates of one rung: the newest verified and corroborated lessons.
-SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
-    source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
-FROM lesson_rows
-WHERE owner = %(owner)s AND scope = %(scope)s AND status = 'active'
-  AND trust IN ('verified', 'corroborated')
-ORDER BY updated_at DESC, pk DESC
-LIMIT %(limit)s;
+-- name: recall_pages
+-- Recall candidates of every rung at once, in the ladder's order: each one's newest served (or
+-- expired) lessons, then its newest verified and corroborated ones (a lesson may come twice;
+-- recall keeps the first).
+SELECT l.*, 0.0::float8 AS score, l.source ->> 'agent' AS source_agent,
+    l.source ->> 'author' AS source_author, l.source ->> 'commit' AS source_commit
+FROM unnest(%(owners)s::text[], %(scopes)s::text[]) WITH ORDINALITY AS rung (owner, scope, i)
+CROSS JOIN LATERAL (
+    (SELECT *, 0 AS page FROM lesson_rows AS x
+     WHERE x.owner = rung.owner AND x.scope = rung.scope AND x.status = 'active'
+       AND x.trust <> 'rejected'
+     ORDER BY x.updated_at DESC, x.pk DESC
+     LIMIT %(limit)s)
+    UNION ALL
+    (SELECT *, 1 AS page FROM lesson_rows AS x
+     WHERE x.owner = rung.owner AND x.scope = rung.scope AND x.status = 'active'
+       AND x.trust IN ('verified', 'corroborated')
+     ORDER BY x.updated_at DESC, x.pk DESC
+     LIMIT %(limit)s)
+) AS l
+ORDER BY rung.i, l.page, l.updated_at DESC, l.pk DESC;
 
 -- name: insert_recall
 -- Log one recall decision.
@@ -820,7 +822,7 @@ WHERE owner = %(owner)s AND scope = %(scope)s AND generation >= %(since)s
   AND model = %(model)s AND model_version = %(model_version)s;
 
 -- name: recall_by_ids
--- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
+-- Recall candidates the semantic pass found, by id, under recall_pages' conditions.
 SELECT *, 0.0::float8 AS score, source ->> 'agent' AS source_agent,
     source ->> 'author' AS source_author, source ->> 'commit' AS source_commit
 FROM lesson_rows

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
 
 from lorestore.core.errors import LorestoreError
@@ -25,6 +26,13 @@ from lorestore.storage.sql.word_shares import WordShares
 __all__ = ["PostgresStore", "PostgresTransaction"]
 
 _OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+
+
+def _jsonb_as_text(conn: psycopg.Connection[Row]) -> None:
+    """jsonb columns arrive as their JSON text, decoded only where a value is used, as
+    SQLite's text is (storage/rows.py, json_field): a recall reads about 125 lesson rows of
+    five jsonb columns each and offers a dozen of them."""
+    conn.adapters.register_loader("jsonb", TextLoader)
 
 
 class PostgresStore:
@@ -47,6 +55,7 @@ class PostgresStore:
             # Autocommit: each transaction sends its own BEGIN inside a pipeline (below), where
             # psycopg's implicit one would wait for the server's answer first.
             kwargs={"row_factory": dict_row, "autocommit": True},
+            configure=_jsonb_as_text,
             open=False,
         )
         try:
@@ -129,8 +138,6 @@ class PostgresStore:
                     with suppress(psycopg.Error):  # a broken connection: the pool drops it
                         conn.rollback()
                 raise
-        if write:
-            self.word_shares.wrote()
         if register:
             self._registered.add(str(actor))
         if meanwhile is not None:

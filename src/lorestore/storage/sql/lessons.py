@@ -27,7 +27,7 @@ from lorestore.storage.rows import (
     version_params,
 )
 from lorestore.storage.sql.base import SQLBase, stored
-from lorestore.storage.sql.word_shares import WordShares
+from lorestore.storage.sql.word_shares import Sample, WordShares
 
 if TYPE_CHECKING:
     from lorestore.core.records import Lesson, LessonVersion
@@ -42,6 +42,14 @@ COMMON_FLOOR = 1000
 COMMON_SAMPLE = 2 * COMMON_FLOOR
 FREQUENT_SHARE = 32
 RANKED = 2000
+# Recall ranks less than a search (it takes 25 lessons a rung, weighed with their vectors,
+# trust and scope too) and runs at every prompt: its words are told by the newest
+# RECALL_SAMPLE lessons (a quarter of the cost), none of them common (a full sample cannot
+# hold more than COMMON_FLOOR), and one held by one in RECALL_SHARE of them is frequent, its
+# window the newest lessons holding about RECALL_RANKED of its matches.
+RECALL_SAMPLE = 500
+RECALL_SHARE = 128
+RECALL_RANKED = 500
 # Row keys bound no window: every key is below this one.
 NO_BOUND = 2**63 - 1
 
@@ -275,49 +283,56 @@ class LessonPrimitives(SQLBase):
             hits.sort(key=lambda hit: -hit.score)  # stable: ties keep the store's order
         return hits[:limit]
 
-    def _word_classes(self, terms: Sequence[str]) -> WordClasses:
-        """How a search ranks each of its words, told by how many of the newest COMMON_SAMPLE
-        lessons hold it (the whole store, when it holds fewer), at a cost that does not grow
-        with the store (docs/search.md):
+    def _word_classes(
+        self,
+        terms: Sequence[str],
+        *,
+        sample: int | None = None,
+        share: int | None = None,
+        ranked: int | None = None,
+    ) -> WordClasses:
+        """How a search ranks each of its words, told by how many of the newest ``sample``
+        (COMMON_SAMPLE unless given) lessons hold it (the whole store, when it holds fewer), at
+        a cost that does not grow with the store (docs/search.md):
 
         - common (at least half of them, more than COMMON_FLOOR): BM25 gives such a word no
           weight (FTS5 clamps its idf to 1e-6), yet ranking its matches means scoring most of
           the store; not ranked, its lessons listed after the ranked ones, newest first;
-        - frequent (at least one in FREQUENT_SHARE): ranked among the newest lessons only,
-          from ``since``, the row key of the oldest of as many as hold about RANKED of the
-          frequent words' matches (0, every lesson, when the store holds fewer, or no more
-          than the sample);
+        - frequent (at least one in ``share``, FREQUENT_SHARE unless given): ranked among the
+          newest lessons only, from ``since``, the row key where as many begin as hold about
+          ``ranked`` (RANKED unless given) of the frequent words' matches (0, every lesson,
+          when the store holds fewer, or no more than the sample);
         - rare: ranked over every match."""
+        sample = COMMON_SAMPLE if sample is None else sample
+        share = FREQUENT_SHARE if share is None else share
+        ranked = RANKED if ranked is None else ranked
         kept, reader = self._word_shares, self._reader
-        generation = kept.generation
-        found = kept.shares(reader, COMMON_SAMPLE, terms)
+        found = kept.get(reader, sample, terms)
         if found is None:
             words = self._array([self._match([t]) for t in terms])
-            row = self._one("word_shares", {"words": words, "sample": COMMON_SAMPLE})
-            total, held = int(row["total"]), row["held"]
+            row = self._one("word_shares", {"words": words, "sample": sample})
+            held = row["held"]
             if isinstance(held, str):  # SQLite's JSON arrives as text
                 held = json.loads(held)
-            kept.keep_shares(reader, COMMON_SAMPLE, terms, total, held, generation)
-        else:
-            total, held = found
+            found = Sample(int(row["total"]), row["oldest"] or 0, row["newest"] or 0, held)
+            kept.keep(reader, sample, terms, found)
+        total = found.total
         classes = WordClasses()
         holders = 0  # the frequent words' matches among the sampled lessons
-        for term, n in zip(terms, held, strict=True):
+        for term, n in zip(terms, found.held, strict=True):
             if n > COMMON_FLOOR and 2 * n >= total:
                 classes.common.append(term)
-            elif n and FREQUENT_SHARE * n >= total:
+            elif n and share * n >= total:
                 classes.frequent.append(term)
                 holders += n
             else:
                 classes.rare.append(term)
-        if classes.frequent and total == COMMON_SAMPLE:  # a smaller store is ranked whole
-            window = -(-RANKED * total // holders)  # lessons holding about RANKED matches
-            since = kept.window(reader, window)
-            if since is None:
-                row = self._one("newest_key", {"position": window})
-                since = int(row["pk"]) if row and row["pk"] is not None else 0
-                kept.keep_window(reader, window, since, generation)
-            classes.since = since
+        if classes.frequent and total == sample:  # a smaller store is ranked whole
+            window = -(-ranked * total // holders)  # lessons holding about `ranked` matches
+            # Where the window starts, told by the sample: its lessons' share of the row keys
+            # they span (the reader's share of what was written lately) carried back.
+            keys = -(-window * (found.newest - found.oldest + 1) // total)
+            classes.since = max(0, found.newest + 1 - keys)
         return classes
 
     def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:
@@ -355,10 +370,13 @@ class LessonPrimitives(SQLBase):
     def recall_candidates(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str] | None, *, limit: int
     ) -> list[RecallRow]:
+        if not addresses:
+            return []
         matched: list[Any] = []
-        if terms and addresses:
+        if terms:
             matched = self._recall_matches(addresses, terms, limit * len(addresses))
-        return gather_recall(self._all, addresses, matched, limit)
+        pages = self._all("recall_pages", self._recall_addresses(addresses) | {"limit": limit})
+        return gather_recall(matched, pages)
 
     def _recall_matches(
         self, addresses: Sequence[tuple[str, str]], terms: Sequence[str], limit: int
@@ -366,8 +384,10 @@ class LessonPrimitives(SQLBase):
         """The lessons of the ladder the task's words match, best first, ranked as a search
         ranks them (_word_classes): a common word not at all, a frequent one among the newest
         lessons only, the rarer ones over every lesson. What only common or older frequent
-        words would find, each rung's newest and trusted lessons stand for (gather_recall)."""
-        words = self._word_classes(terms)
+        words would find, each rung's newest and trusted lessons stand for (recall_pages)."""
+        words = self._word_classes(
+            terms, sample=RECALL_SAMPLE, share=RECALL_SHARE, ranked=RECALL_RANKED
+        )
         ranked = words.frequent + words.rare
         if not ranked:
             return []
@@ -382,10 +402,14 @@ class LessonPrimitives(SQLBase):
             del rows[limit:]
         return rows
 
-    def has_more_lessons(self, owner: str, scope: str, than: int) -> bool:
-        row = self._one("count_recall_lessons", {"owner": owner, "scope": scope, "cap": than + 1})
-        assert row is not None
-        return int(row["n"]) > than
+    def rungs_with_more(
+        self, addresses: Sequence[tuple[str, str]], weighed: Sequence[int]
+    ) -> list[bool]:
+        if not addresses:
+            return []
+        params = self._recall_addresses(addresses) | {"cap": max(weighed) + 1}
+        counted = [int(r["n"]) for r in self._all("count_recall_rungs", params)]
+        return [n > than for n, than in zip(counted, weighed, strict=True)]
 
     def insert_recall(self, record: RecallRecord) -> None:
         self._exec("insert_recall", recall_params(record))

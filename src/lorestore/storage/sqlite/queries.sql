@@ -316,21 +316,18 @@ LIMIT :limit;
 
 -- name: word_shares
 -- The newest :sample lessons of the store (how many were read: every lesson the index holds,
--- when it holds fewer), and how many of them hold each word (a JSON list of FTS5
--- expressions), found by rowid in the index (sql/lessons.py, _word_classes).
+-- when it holds fewer, and the row keys they span), and how many of them hold each word (a
+-- JSON list of FTS5 expressions), found by rowid in the index (sql/lessons.py,
+-- _word_classes).
 WITH sample AS (
-    SELECT count(*) AS size, coalesce(min(pk), 0) AS first
+    SELECT count(*) AS size, coalesce(min(pk), 0) AS first, max(pk) AS last
     FROM (SELECT pk FROM lessons ORDER BY pk DESC LIMIT :sample))
 SELECT size AS total,
        (SELECT json_group_array((SELECT count(*) FROM lessons_fts
                                  WHERE lessons_fts MATCH w.value AND rowid >= sample.first))
-        FROM json_each(:words) AS w) AS held
+        FROM json_each(:words) AS w) AS held,
+       first AS oldest, last AS newest
 FROM sample;
-
--- name: newest_key
--- The row key of the lesson at :position among the newest (1 the newest); none when the store
--- holds fewer (sql/lessons.py, _word_classes).
-SELECT pk FROM lessons ORDER BY pk DESC LIMIT 1 OFFSET :position - 1;
 
 -- name: scope_counts
 -- Inventory: lessons per scope by state, each lesson in one bucket (rejected before expired),
@@ -659,37 +656,49 @@ FROM (
 JOIN lessons AS l ON l.pk = hit.pk
 ORDER BY hit.score, hit.pk;
 
--- name: count_recall_lessons
--- The active, not rejected lessons of a scope, counted up to a cap: whether recall's
--- candidates left some of a rung unweighed, at the cost of at most cap rows.
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM lessons
-    WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust <> 'rejected'
-    LIMIT :cap
-) AS capped;
+-- name: count_recall_rungs
+-- The active, not rejected lessons of each rung (in the ladder's order), counted up to a cap:
+-- whether recall's candidates left some of a rung unweighed, at the cost of at most cap rows
+-- a rung.
+SELECT (SELECT count(*) FROM lessons AS c WHERE c.pk IN (
+            SELECT pk FROM lessons
+            WHERE owner = json_extract(rung.value, '$[0]')
+              AND scope = json_extract(rung.value, '$[1]')
+              AND status = 'active' AND trust != 'rejected'
+            LIMIT :cap)) AS n
+FROM json_each(:addresses) AS rung
+ORDER BY rung.key;
 
--- name: recall_recent
--- Recall candidates of one rung: the newest served (or expired) lessons.
-SELECT *, 0.0 AS score,
-    json_extract(source, '$.agent') AS source_agent,
-    json_extract(source, '$.author') AS source_author,
-    json_extract(source, '$.commit') AS source_commit
-FROM lessons
-WHERE owner = :owner AND scope = :scope AND status = 'active' AND trust != 'rejected'
-ORDER BY updated_at DESC, pk DESC
-LIMIT :limit;
-
--- name: recall_trusted
--- Recall candidates of one rung: the newest verified and corroborated lessons.
-SELECT *, 0.0 AS score,
-    json_extract(source, '$.agent') AS source_agent,
-    json_extract(source, '$.author') AS source_author,
-    json_extract(source, '$.commit') AS source_commit
-FROM lessons
-WHERE owner = :owner AND scope = :scope AND +status = 'active'
-  AND trust IN ('verified', 'corroborated')
-ORDER BY updated_at DESC, pk DESC
-LIMIT :limit;
+-- name: recall_pages
+-- Recall candidates of every rung at once, in the ladder's order: each one's newest served (or
+-- expired) lessons, then its newest verified and corroborated ones (a lesson may come twice;
+-- recall keeps the first).
+SELECT l.*, 0.0 AS score,
+    json_extract(l.source, '$.agent') AS source_agent,
+    json_extract(l.source, '$.author') AS source_author,
+    json_extract(l.source, '$.commit') AS source_commit,
+    rung.key AS rung, 0 AS page
+FROM json_each(:addresses) AS rung
+JOIN lessons AS l ON l.pk IN (
+    SELECT pk FROM lessons
+    WHERE owner = json_extract(rung.value, '$[0]') AND scope = json_extract(rung.value, '$[1]')
+      AND status = 'active' AND trust != 'rejected'
+    ORDER BY updated_at DESC, pk DESC
+    LIMIT :limit)
+UNION ALL
+SELECT l.*, 0.0 AS score,
+    json_extract(l.source, '$.agent') AS source_agent,
+    json_extract(l.source, '$.author') AS source_author,
+    json_extract(l.source, '$.commit') AS source_commit,
+    rung.key AS rung, 1 AS page
+FROM json_each(:addresses) AS rung
+JOIN lessons AS l ON l.pk IN (
+    SELECT pk FROM lessons
+    WHERE owner = json_extract(rung.value, '$[0]') AND scope = json_extract(rung.value, '$[1]')
+      AND +status = 'active' AND trust IN ('verified', 'corroborated')
+    ORDER BY updated_at DESC, pk DESC
+    LIMIT :limit)
+ORDER BY rung, page, updated_at DESC, pk DESC;
 
 -- name: insert_recall
 -- Log one recall decision.
@@ -925,7 +934,7 @@ WHERE owner = :owner AND scope = :scope AND generation >= :since
   AND model = :model AND model_version = :model_version;
 
 -- name: recall_by_ids
--- Recall candidates the semantic pass found, by id, under recall_recent's conditions.
+-- Recall candidates the semantic pass found, by id, under recall_pages' conditions.
 SELECT *, 0.0 AS score,
     json_extract(source, '$.agent') AS source_agent,
     json_extract(source, '$.author') AS source_author,

@@ -214,8 +214,6 @@ class SQLiteStore:
             except sqlite3.DatabaseError as exc:
                 self._rollback()
                 raise store_error(exc) from exc
-            if write:
-                self.word_shares.wrote()
             if register:
                 self._registered.add(str(actor))
 
