@@ -69,9 +69,18 @@ def _begin_import(port: int, token: str) -> socket.socket:
     return sock
 
 
-def _finish_import(sock: socket.socket, key: str) -> dict[str, object]:
-    sock.sendall(_chunk(line(lesson(key, f"imported while others read: {key}")) + b"\n"))
-    sock.sendall(b"0\r\n\r\n")
+def _finish_imports(waiting: list[socket.socket], prefix: str) -> list[dict[str, object]]:
+    """Every import's body ended first, then each answer read: an import that has no turn yet
+    (more imports than the long calls' turns) gets one as the others end, whichever of them
+    the server took first."""
+    for n, sock in enumerate(waiting):
+        key = f"{prefix}{n}"
+        sock.sendall(_chunk(line(lesson(key, f"imported while others read: {key}")) + b"\n"))
+        sock.sendall(b"0\r\n\r\n")
+    return [_answer(sock) for sock in waiting]
+
+
+def _answer(sock: socket.socket) -> dict[str, object]:
     answer = b""
     while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
         part = sock.recv(65536)
@@ -100,7 +109,7 @@ def test_imports_waiting_on_their_bodies_leave_other_requests_answered(
             listed = server.call("GET", "/api/v1/memory_scopes", token)
             assert listed.status_code == 200, listed.text
     finally:
-        results = [_finish_import(sock, f"k{n}") for n, sock in enumerate(waiting)]
+        results = _finish_imports(waiting, "k")
     # The control: the imports were running all along, and land once their bodies end.
     assert [r["lessons"]["added"] for r in results] == [1] * IMPORTS  # type: ignore[index]
 
@@ -124,7 +133,7 @@ def test_a_long_running_operation_takes_a_long_calls_turn(served: tuple[Server, 
         verifying.join(timeout=2)
         assert verifying.is_alive() and answers == []
     finally:
-        results = [_finish_import(sock, f"v{n}") for n, sock in enumerate(waiting)]
+        results = _finish_imports(waiting, "v")
     verifying.join(timeout=60)
     assert answers == [200]  # the control: it ran once a long turn came free
     assert [r["lessons"]["added"] for r in results] == [1, 1]  # type: ignore[index]
