@@ -7,7 +7,7 @@ lessons holding only common words after them, newest first. A frequent word (hel
 
 from __future__ import annotations
 
-import time
+import json
 from typing import Any
 
 import pytest
@@ -163,16 +163,18 @@ def test_recall_ranks_a_frequent_word_among_the_newest_lessons(
     assert recalled(service, "webhook")[0] == "webhook-first"
 
 
-def shares_counted(store: Store, words: list[str], actor: str = ME.principal) -> int:
-    """Counts of the word shares a search and a recall of ``words`` made: ``word_shares``
-    queries run in a transaction of the store as ``actor``, as the service opens it."""
-    counted = 0
+def shares_counted(store: Store, words: list[str], actor: str = ME.principal) -> list[int]:
+    """The word counts a search and a recall of ``words`` made, as the number of words each
+    ``word_shares`` query counted, in a transaction of the store as ``actor`` (as the service
+    opens it)."""
+    counted: list[int] = []
     with store.transaction(write=False, actor=actor) as tx:
         run = tx._one
 
         def counting(name: str, params: Any) -> Any:
-            nonlocal counted
-            counted += name == "word_shares"
+            if name == "word_shares":
+                asked = params["words"]
+                counted.append(len(json.loads(asked) if isinstance(asked, str) else asked))
             return run(name, params)
 
         tx._one = counting  # type: ignore[method-assign]
@@ -181,16 +183,16 @@ def shares_counted(store: Store, words: list[str], actor: str = ME.principal) ->
     return counted
 
 
-def test_word_shares_are_counted_once_for_a_while(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_word_shares_are_counted_once_for_a_while(store: Store) -> None:
+    now = [0.0]
+    store.word_shares = word_shares.WordShares(clock=lambda: now[0])  # type: ignore[attr-defined]
     service = LessonService(store)
     assert import_lines(service, [line(lesson("a", "The widget needs care."))]).lessons.added
-    assert shares_counted(store, ["widget", "care"]) == 2  # a search's sample, and recall's
-    assert shares_counted(store, ["widget", "care"]) == 0  # kept
-    assert shares_counted(store, ["widget", "gizmo"]) == 2  # a word not counted yet
-    # Once the count is TTL seconds old, it is counted again.
-    later = time.monotonic() + word_shares.TTL + 1
-    monkeypatch.setattr(word_shares.time, "monotonic", lambda: later)
-    assert shares_counted(store, ["widget", "care"]) == 2
-    assert shares_counted(store, ["widget", "care"]) == 0
+    # Two counts (a search's sample and recall's), each of both words.
+    assert shares_counted(store, ["widget", "care"]) == [2, 2]
+    assert shares_counted(store, ["widget", "care"]) == []  # kept
+    assert shares_counted(store, ["widget", "gizmo"]) == [1, 1]  # only the word not counted yet
+    # Once the counts are TTL seconds old, they are counted again.
+    now[0] += word_shares.TTL + 1
+    assert shares_counted(store, ["widget", "care"]) == [2, 2]
+    assert shares_counted(store, ["care", "widget"]) == []

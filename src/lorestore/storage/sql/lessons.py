@@ -307,19 +307,21 @@ class LessonPrimitives(SQLBase):
         share = FREQUENT_SHARE if share is None else share
         ranked = RANKED if ranked is None else ranked
         kept, reader = self._word_shares, self._reader
-        found = kept.get(reader, sample, terms)
-        if found is None:
-            words = self._array([self._match([t]) for t in terms])
+        found, known = kept.get(reader, sample, terms)
+        missing = [t for t in dict.fromkeys(terms) if t not in known]
+        if found is None or missing:  # only the words not counted lately are counted
+            words = self._array([self._match([t]) for t in missing])
             row = self._one("word_shares", {"words": words, "sample": sample})
             held = row["held"]
             if isinstance(held, str):  # SQLite's JSON arrives as text
                 held = json.loads(held)
             found = Sample(int(row["total"]), row["oldest"] or 0, row["newest"] or 0, held)
-            kept.keep(reader, sample, terms, found)
+            kept.keep(reader, sample, missing, found)
+            known.update(zip(missing, held, strict=True))
         total = found.total
         classes = WordClasses()
         holders = 0  # the frequent words' matches among the sampled lessons
-        for term, n in zip(terms, found.held, strict=True):
+        for term, n in ((t, known[t]) for t in terms):
             if n > COMMON_FLOOR and 2 * n >= total:
                 classes.common.append(term)
             elif n and share * n >= total:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 TTL = 30.0  # seconds
@@ -38,39 +38,45 @@ class WordShares:
     row-level security; the whole store on SQLite) and sample size: the sample's size and span,
     and each word's holders in it. Safe across a server's worker threads."""
 
-    def __init__(self, ttl: float = TTL, size: int = SIZE) -> None:
+    def __init__(
+        self, ttl: float = TTL, size: int = SIZE, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._ttl = ttl
         self._size = size
+        self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[_Key, tuple[tuple[int, ...], float]] = OrderedDict()
 
-    def get(self, reader: str, sample: int, words: Sequence[str]) -> Sample | None:
-        """The sample as kept, or None unless it and every word are known and fresh."""
-        keys: list[_Key] = [("s", reader, sample, "")]
-        keys += [("w", reader, sample, word) for word in words]
-        now = time.monotonic()
-        values = []
+    def get(
+        self, reader: str, sample: int, words: Sequence[str]
+    ) -> tuple[Sample | None, dict[str, int]]:
+        """The sample as last read (its ``held`` empty), None when not fresh; and the words of
+        ``words`` whose holders are kept and fresh, as last counted (counts of different moments
+        within TTL, which the classes they decide tolerate)."""
+        now = self._clock()
+        known: dict[str, int] = {}
         with self._lock:
-            for key in keys:
-                entry = self._entries.get(key)
-                if entry is None or entry[1] <= now:
-                    return None
-                self._entries.move_to_end(key)
-                values.append(entry[0])
-        (total, oldest, newest, at), held = values[0], values[1:]
-        if any(counted != at for _, counted in held):  # not from one count: count again
+            span = self._fresh(("s", reader, sample, ""), now)
+            for word in words:
+                held = self._fresh(("w", reader, sample, word), now)
+                if held is not None:
+                    known[word] = held[0]
+        found = None if span is None else Sample(span[0], span[1], span[2], [])
+        return found, known
+
+    def _fresh(self, key: _Key, now: float) -> tuple[int, ...] | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[1] <= now:
             return None
-        return Sample(total, oldest, newest, [n for n, _ in held])
+        self._entries.move_to_end(key)
+        return entry[0]
 
     def keep(self, reader: str, sample: int, words: Sequence[str], found: Sample) -> None:
-        now = time.monotonic()
-        at = time.monotonic_ns()  # which count each word's figure comes from
+        now = self._clock()
         items: list[tuple[_Key, tuple[int, ...]]] = [
-            (("s", reader, sample, ""), (found.total, found.oldest, found.newest, at))
+            (("s", reader, sample, ""), (found.total, found.oldest, found.newest))
         ]
-        items += [
-            (("w", reader, sample, w), (n, at)) for w, n in zip(words, found.held, strict=True)
-        ]
+        items += [(("w", reader, sample, w), (n,)) for w, n in zip(words, found.held, strict=True)]
         with self._lock:
             for key, value in items:
                 self._entries[key] = (value, now + self._ttl)
