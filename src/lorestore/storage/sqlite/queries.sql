@@ -673,32 +673,30 @@ ORDER BY rung.key;
 -- Recall candidates of every rung at once, in the ladder's order: each one's newest served (or
 -- expired) lessons, then its newest verified and corroborated ones (a lesson may come twice;
 -- recall keeps the first).
+WITH picked AS (
+    SELECT rung.key AS rung, 0 AS page, l.pk
+    FROM json_each(:addresses) AS rung
+    JOIN lessons AS l ON l.pk IN (
+        SELECT pk FROM lessons
+        WHERE owner = json_extract(rung.value, '$[0]') AND scope = json_extract(rung.value, '$[1]')
+          AND status = 'active' AND trust != 'rejected'
+        ORDER BY updated_at DESC, pk DESC
+        LIMIT :limit)
+    UNION ALL
+    SELECT rung.key, 1, l.pk
+    FROM json_each(:addresses) AS rung
+    JOIN lessons AS l ON l.pk IN (
+        SELECT pk FROM lessons
+        WHERE owner = json_extract(rung.value, '$[0]') AND scope = json_extract(rung.value, '$[1]')
+          AND +status = 'active' AND trust IN ('verified', 'corroborated')
+        ORDER BY updated_at DESC, pk DESC
+        LIMIT :limit))
 SELECT l.*, 0.0 AS score,
     json_extract(l.source, '$.agent') AS source_agent,
     json_extract(l.source, '$.author') AS source_author,
-    json_extract(l.source, '$.commit') AS source_commit,
-    rung.key AS rung, 0 AS page
-FROM json_each(:addresses) AS rung
-JOIN lessons AS l ON l.pk IN (
-    SELECT pk FROM lessons
-    WHERE owner = json_extract(rung.value, '$[0]') AND scope = json_extract(rung.value, '$[1]')
-      AND status = 'active' AND trust != 'rejected'
-    ORDER BY updated_at DESC, pk DESC
-    LIMIT :limit)
-UNION ALL
-SELECT l.*, 0.0 AS score,
-    json_extract(l.source, '$.agent') AS source_agent,
-    json_extract(l.source, '$.author') AS source_author,
-    json_extract(l.source, '$.commit') AS source_commit,
-    rung.key AS rung, 1 AS page
-FROM json_each(:addresses) AS rung
-JOIN lessons AS l ON l.pk IN (
-    SELECT pk FROM lessons
-    WHERE owner = json_extract(rung.value, '$[0]') AND scope = json_extract(rung.value, '$[1]')
-      AND +status = 'active' AND trust IN ('verified', 'corroborated')
-    ORDER BY updated_at DESC, pk DESC
-    LIMIT :limit)
-ORDER BY rung, page, updated_at DESC, pk DESC;
+    json_extract(l.source, '$.commit') AS source_commit
+FROM picked JOIN lessons AS l ON l.pk = picked.pk
+ORDER BY picked.rung, picked.page, l.updated_at DESC, l.pk DESC;
 
 -- name: insert_recall
 -- Log one recall decision.
