@@ -11,7 +11,8 @@ on the same machine (shared with other work: read the ratios, and the calibratio
   as ``lorestore reindex`` does; target >= 5,000 lessons/s;
 - with ``--postgres ADMIN_URL``: write p50 with and without embedding, and recall p95 lexical
   against hybrid at ``--pg-size`` lessons, on a throwaway PostgreSQL database as the app role;
-  with ``--pg-database NAME`` too, recall only, on that kept database of the corpus.
+  with ``--pg-database NAME`` too, recall only, on that kept database of the corpus, and
+  ``memory_search`` of the corpus queries over four rungs (p50/p95; target <= 25 ms p95).
 
 Run: .venv/bin/python benchmarks/semantic_bench.py [--size 100000] [--postgres URL]
 """
@@ -36,7 +37,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from corpus import Corpus  # noqa: E402
 from lorestore.auth.actor import local_actor  # noqa: E402
-from lorestore.models import WriteParams  # noqa: E402
+from lorestore.models import SearchParams, WriteParams  # noqa: E402
 from lorestore.service import LessonService  # noqa: E402
 from lorestore.storage.protocol import Store  # noqa: E402
 from lorestore.storage.sqlite import SQLiteStore  # noqa: E402
@@ -192,10 +193,34 @@ def postgres_recall(admin: str, database: str, samples: int) -> dict[str, Any]:
         with hybrid.transaction(write=False) as tx:
             if tx.count_lessons_to_embed():
                 raise SystemExit(f"{database}: lessons without a vector; run lorestore reindex")
-        return {"recall": recall_pair({"lexical": lexical, "hybrid": hybrid}, samples, 3)}
+        return {
+            "recall": recall_pair({"lexical": lexical, "hybrid": hybrid}, samples, 3),
+            "search": search_figures(hybrid, samples),
+        }
     finally:
         lexical.close()
         hybrid.close()
+
+
+# The ladder of recall_bench's first context, searched as a person searches it (issue 18,
+# item 9: PostgreSQL search p95 at 100k).
+SEARCH_SCOPES = ["global", "project::p0", "repo::acme/svc0", "branch::acme/svc0::feat-0"]
+
+
+def search_figures(store: Store, samples: int) -> dict[str, float]:
+    """``memory_search`` of the corpus queries over SEARCH_SCOPES (hybrid, the default page),
+    after as many other queries and the heap settled: p50 and p95."""
+    service = LessonService(store, rate_limit=None)
+    me = local_actor(session="bench")
+    for query in Corpus(seed=12).queries(samples):
+        service.memory_search(me, SearchParams(query=query, scopes=SEARCH_SCOPES))
+    settle_heap()
+    timings = []
+    for query in Corpus(seed=11).queries(samples):
+        start = time.perf_counter_ns()
+        service.memory_search(me, SearchParams(query=query, scopes=SEARCH_SCOPES))
+        timings.append((time.perf_counter_ns() - start) / 1e6)
+    return {"p50_ms": _percentile(timings, 50), "p95_ms": _percentile(timings, 95)}
 
 
 def _lift_caps(admin: str, app_url: str) -> None:
