@@ -36,15 +36,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from corpus import Corpus  # noqa: E402
-from lorestore.auth.actor import local_actor  # noqa: E402
 from lorestore.models import SearchParams, WriteParams  # noqa: E402
 from lorestore.service import LessonService  # noqa: E402
 from lorestore.storage.protocol import Store  # noqa: E402
 from lorestore.storage.sqlite import SQLiteStore  # noqa: E402
 from lorestore.transports import settle_heap  # noqa: E402
-from recall_bench import _cached, _contexts, _pass, _percentile  # noqa: E402
-
-ACTOR = local_actor(session="bench")
+from recall_bench import ACTOR, _cached, _contexts, _pass, _percentile  # noqa: E402
 
 
 def calibration() -> float:
@@ -211,14 +208,13 @@ def search_figures(store: Store, samples: int) -> dict[str, float]:
     """``memory_search`` of the corpus queries over SEARCH_SCOPES (hybrid, the default page),
     after as many other queries and the heap settled: p50 and p95."""
     service = LessonService(store, rate_limit=None)
-    me = local_actor(session="bench")
     for query in Corpus(seed=12).queries(samples):
-        service.memory_search(me, SearchParams(query=query, scopes=SEARCH_SCOPES))
+        service.memory_search(ACTOR, SearchParams(query=query, scopes=SEARCH_SCOPES))
     settle_heap()
     timings = []
     for query in Corpus(seed=11).queries(samples):
         start = time.perf_counter_ns()
-        service.memory_search(me, SearchParams(query=query, scopes=SEARCH_SCOPES))
+        service.memory_search(ACTOR, SearchParams(query=query, scopes=SEARCH_SCOPES))
         timings.append((time.perf_counter_ns() - start) / 1e6)
     return {"p50_ms": _percentile(timings, 50), "p95_ms": _percentile(timings, 95)}
 

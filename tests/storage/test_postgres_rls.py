@@ -383,6 +383,24 @@ def test_search_functions_apply_tenancy_themselves(seeded: PostgresStore) -> Non
         assert conn.execute(call.replace(", 10)", f", 10, {alices})")).fetchone() == (1,)
 
 
+def test_the_search_hits_are_planned_from_bitmaps_and_the_newest_by_index(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    """Migration 0039: lorestore_search_hits plans without plain index scans, so a frequent
+    word's window is the full-text bitmap ANDed with the window's row keys, not a walk of the
+    primary key testing every row. The control: lorestore_search_newest, which must walk the
+    primary key backwards to stop at its page, keeps them."""
+    settings = (
+        "SELECT coalesce(proconfig, '{}') FROM pg_proc WHERE proname = %s "
+        "AND pronamespace = 'public'::regnamespace"
+    )
+    with _admin(pg_template, pg_database) as conn:
+        hits = conn.execute(settings, ["lorestore_search_hits"]).fetchall()
+        newest = conn.execute(settings, ["lorestore_search_newest"]).fetchall()
+    assert len(hits) == 1 and "enable_indexscan=off" in hits[0][0]
+    assert len(newest) == 1 and not any(s.startswith("enable_indexscan") for s in newest[0][0])
+
+
 def test_kept_word_counts_are_each_actors_own(seeded: PostgresStore) -> None:
     """Search and recall keep their word counts (storage/sql/word_shares.py) per actor: one
     actor's count of its own lessons never decides how another's search ranks."""

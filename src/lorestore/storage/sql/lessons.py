@@ -27,7 +27,7 @@ from lorestore.storage.rows import (
     version_params,
 )
 from lorestore.storage.sql.base import SQLBase, stored
-from lorestore.storage.sql.word_shares import Sample, WordShares
+from lorestore.storage.sql.word_shares import Span, WordShares
 
 if TYPE_CHECKING:
     from lorestore.core.records import Lesson, LessonVersion
@@ -72,7 +72,7 @@ class LessonPrimitives(SQLBase):
 
     # Set by the store on each transaction it opens: its kept word shares, and whose lessons
     # this transaction's counts cover (the actor under PostgreSQL's row-level security).
-    _word_shares: WordShares = WordShares(ttl=0.0)  # a transaction of no store keeps nothing
+    _word_shares: WordShares | None = None  # none: a transaction of no store counts afresh
     _reader: str = ""
 
     # Lessons and their versions.
@@ -307,21 +307,24 @@ class LessonPrimitives(SQLBase):
         share = FREQUENT_SHARE if share is None else share
         ranked = RANKED if ranked is None else ranked
         kept, reader = self._word_shares, self._reader
-        found, known = kept.get(reader, sample, terms)
+        span, known = kept.get(reader, sample, terms) if kept else (None, {})
         missing = [t for t in dict.fromkeys(terms) if t not in known]
-        if found is None or missing:  # only the words not counted lately are counted
+        if span is None or missing:  # only the words not counted lately are counted
             words = self._array([self._match([t]) for t in missing])
             row = self._one("word_shares", {"words": words, "sample": sample})
             held = row["held"]
             if isinstance(held, str):  # SQLite's JSON arrives as text
                 held = json.loads(held)
-            found = Sample(int(row["total"]), row["oldest"] or 0, row["newest"] or 0, held)
-            kept.keep(reader, sample, missing, found)
-            known.update(zip(missing, held, strict=True))
-        total = found.total
+            span = Span(int(row["total"]), row["oldest"] or 0, row["newest"] or 0)
+            counted = dict(zip(missing, held, strict=True))
+            if kept:
+                kept.keep(reader, sample, span, counted)
+            known |= counted
+        total = span.total
         classes = WordClasses()
         holders = 0  # the frequent words' matches among the sampled lessons
-        for term, n in ((t, known[t]) for t in terms):
+        for term in terms:
+            n = known[term]
             if n > COMMON_FLOOR and 2 * n >= total:
                 classes.common.append(term)
             elif n and share * n >= total:
@@ -333,8 +336,8 @@ class LessonPrimitives(SQLBase):
             window = -(-ranked * total // holders)  # lessons holding about `ranked` matches
             # Where the window starts, told by the sample: its lessons' share of the row keys
             # they span (the reader's share of what was written lately) carried back.
-            keys = -(-window * (found.newest - found.oldest + 1) // total)
-            classes.since = max(0, found.newest + 1 - keys)
+            keys = -(-window * (span.newest - span.oldest + 1) // total)
+            classes.since = max(0, span.newest + 1 - keys)
         return classes
 
     def scope_counts(self, owners: Sequence[str], now: str) -> list[ScopeCount]:

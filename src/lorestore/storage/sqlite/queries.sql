@@ -659,7 +659,8 @@ ORDER BY hit.score, hit.pk;
 -- name: count_recall_rungs
 -- The active, not rejected lessons of each rung (in the ladder's order), counted up to a cap:
 -- whether recall's candidates left some of a rung unweighed, at the cost of at most cap rows
--- a rung.
+-- a rung. (The capped rows are counted through `pk IN`: SQLite refuses a subquery in FROM
+-- that names the outer rung.)
 SELECT (SELECT count(*) FROM lessons AS c WHERE c.pk IN (
             SELECT pk FROM lessons
             WHERE owner = json_extract(rung.value, '$[0]')
