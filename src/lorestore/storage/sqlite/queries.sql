@@ -804,10 +804,15 @@ FROM lessons WHERE pk IN (SELECT value FROM json_each(:pks)) ORDER BY pk;
 
 -- name: lookalike_keys
 -- Keys of a scope that may look like a key of this skeleton: the one equal to it in ASCII
--- case, and every key with a non-ASCII character (its length in bytes is not in characters).
-SELECT key FROM lessons
-WHERE owner = :owner AND scope = :scope
-  AND (lower(key) = :skeleton OR length(key) <> length(CAST(key AS BLOB)));
+-- case, and every key with a non-ASCII character (its length in bytes is not in characters);
+-- each kind from its own index (migration 0033), one SELECT each (SQLite uses no index for
+-- an OR of the two), named: the store keeps no statistics, without which SQLite walks the
+-- scope's keys in lessons_address instead.
+SELECT key FROM lessons INDEXED BY lessons_key_folded
+WHERE owner = :owner AND scope = :scope AND lower(key) = :skeleton
+UNION
+SELECT key FROM lessons INDEXED BY lessons_key_non_ascii
+WHERE owner = :owner AND scope = :scope AND length(key) <> length(CAST(key AS BLOB));
 
 -- name: rejected_values
 -- The values an owner's live tombstones at these scopes hold, with their lessons' keys: a
