@@ -401,6 +401,19 @@ def test_the_search_hits_are_planned_from_bitmaps_and_the_newest_by_index(
     assert len(newest) == 1 and not any(s.startswith("enable_indexscan") for s in newest[0][0])
 
 
+def test_the_search_vectors_are_kept_in_their_rows(
+    pg: PostgresStore, pg_template: Template, pg_database: str
+) -> None:
+    """Migration 0041: ranking a match reads its search vector, kept in the lesson's row rather
+    than the TOAST table (MAIN). The control: the value column keeps the default (EXTENDED)."""
+    storage = (
+        "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'lessons'::regclass "
+        "AND attname IN ('search', 'value')"
+    )
+    with _admin(pg_template, pg_database) as conn:
+        assert dict(conn.execute(storage).fetchall()) == {"search": "m", "value": "x"}
+
+
 def test_kept_word_counts_are_each_actors_own(seeded: PostgresStore) -> None:
     """Search and recall keep their word counts (storage/sql/word_shares.py) per actor: one
     actor's count of its own lessons never decides how another's search ranks."""

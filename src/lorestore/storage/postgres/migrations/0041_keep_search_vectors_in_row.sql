@@ -1,0 +1,21 @@
+-- 0041_keep_search_vectors_in_row.sql
+--
+-- Why: search and recall rank each match with ts_rank_cd, which reads the lesson's search
+--   vector (about 1 KB). PostgreSQL moves a value out of a row over about 2 KB into the TOAST
+--   table, and a vector compresses too little to stay in: at 100k lessons the vectors of 28%
+--   of them lived out of their rows, so ranking such a match read the TOAST index and a chunk
+--   besides the row. Searches with a frequent word rank up to 2,000 matches.
+-- What changes: lessons.search is stored MAIN: kept in the row (compressed if that helps),
+--   moved out only when the row could not fit a page otherwise. The table grows by about a
+--   fifth (17.6k -> 21.5k pages at 100k, the TOAST table 5.1k -> 2.2k); search p95 at 100k
+--   27.0-28.5 -> 24.5-25.1 ms (docs/benchmarks.md, "Search vectors kept in the row").
+-- Tenancy: a storage setting; row-level security is unchanged.
+-- Compatibility: applies to rows written from now on; a lesson written before keeps its
+--   stored form until it is written again, or until `VACUUM FULL lessons` rewrites the table
+--   (an exclusive lock for seconds at 100k lessons: docs/postgres.md). The previous release
+--   reads and writes the table as before, though it refuses a schema with migrations it does
+--   not know.
+-- Verify: `SELECT attstorage FROM pg_attribute WHERE attrelid = 'lessons'::regclass AND
+--   attname = 'search'` is 'm' (tests/storage/test_postgres_rls.py).
+
+ALTER TABLE lessons ALTER COLUMN search SET STORAGE MAIN;
