@@ -2,7 +2,8 @@
 
 The code is read with ``ast``, not run: each string passed to a query helper (``_one``,
 ``_all``, ``_exec``, ``_count``, ``_inserted``, ``_executemany``, ``_insert_rows``, recall's
-``fetch``) or used as a key of ``Q``; an f-string over a table name (``select_{table}``) stands
+``fetch``), named in a ``(name, params)`` pair of ``_all_at_once``'s list, or used as a key of
+``Q``; an f-string over a table name (``select_{table}``) stands
 for every copied table, and a name bound by ``for name in ("a", "b")`` for each of them. Code
 under ``sqlite/`` asks the SQLite files, code under ``postgres/`` the PostgreSQL ones, and
 shared code both."""
@@ -69,6 +70,10 @@ def asked_for(source: str) -> set[str]:
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if called in HELPERS:
                 names.update(_expand(node.args[0], loops))
+            elif called == "_all_at_once" and isinstance(node.args[0], ast.List | ast.Tuple):
+                for call in node.args[0].elts:  # (name, params) pairs
+                    if isinstance(call, ast.Tuple) and call.elts:
+                        names.update(_expand(call.elts[0], loops))
         elif isinstance(node, ast.Subscript):
             value = node.value
             if (isinstance(value, ast.Name) and value.id == "Q") or (
@@ -127,6 +132,8 @@ def test_the_scan_sees_the_queries_of_every_part(backend: str) -> None:
     # The positive control: the scan finds names through each kind of use it claims to read.
     shared = asked_for((STORAGE / "sql" / "lessons.py").read_text("utf-8"))
     assert {"lesson_at", "search", "insert_lesson", "recall_by_text", "recall_pages"} <= shared
+    at_once = asked_for((STORAGE / "sql" / "bulk.py").read_text("utf-8"))
+    assert {"live_tombstones", "rejected_values", "lookalike_keys"} <= at_once
     transfer = asked_for((STORAGE / "transfer.py").read_text("utf-8"))
     assert {"source_counts", "select_lessons", "insert_lessons"} <= transfer
     dialect = asked_for((STORAGE / backend / "dialect.py").read_text("utf-8"))

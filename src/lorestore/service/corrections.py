@@ -1,8 +1,8 @@
 """The tombstone rule inside a store transaction: gather the owner's live tombstones of a
 value's digests and let ``core.tombstones`` decide; every service path that brings a value
 in (write, restore, accepting a revision, reading what held at a time, import) asks here.
-``look_alike`` gathers what a write's holds are decided on (rejected values on the ladder,
-keys of the scope)."""
+A write reads all it decides on at once (``Transaction.address_reads``): ``refuse_rejected``
+and ``look_alike`` decide on what it read."""
 
 from __future__ import annotations
 
@@ -12,13 +12,19 @@ from lorestore.core import tombstones
 from lorestore.core.errors import LorestoreError
 from lorestore.core.normalise import key_skeleton
 from lorestore.core.scope import Scope
-from lorestore.storage.protocol import Tombstone, Transaction
+from lorestore.storage.protocol import AddressReads, Tombstone, Transaction
 
 
 def check_tombstone(tx: Transaction, owner: str, scope: Scope, digests: Sequence[str]) -> None:
     """Refuse a value rejected at this scope or any broader one, in any case or form:
     ``digests`` are every digest a store may hold for it (``value_digests``)."""
-    live = tx.live_tombstones(owner, list(digests))
+    refuse_rejected(tx, tx.live_tombstones(owner, list(digests)), scope, digests)
+
+
+def refuse_rejected(
+    tx: Transaction, live: Sequence[Tombstone], scope: Scope, digests: Sequence[str]
+) -> None:
+    """``check_tombstone`` on the owner's ``live`` tombstones of ``digests``, read already."""
     tomb = tombstones.refusing_tombstone(live, scope, digests)
     if tomb is not None:
         raise rejected_value(tx, tomb)
@@ -31,20 +37,28 @@ def rejected_value(tx: Transaction, tomb: Tombstone) -> LorestoreError:
     return tombstones.rejected_value(tomb, found[0].lesson if found else None)
 
 
-def look_alike(
-    tx: Transaction, owner: str, scope: Scope, key: str, value: str, *, new_address: bool
-) -> list[str]:
-    """Why a write that passed the tombstones is held for review, as reason codes:
-    ``near_rejected:<key>`` (its value is near a value a live tombstone at the scope or a
-    broader one rejected: a lesson's or a revision's) and, for a new address,
-    ``confusable_key:<key>`` (its key looks like another key of the scope). Empty when it
-    looks like nothing else."""
+def look_alike(key: str, value: str, reads: AddressReads, *, new_address: bool) -> list[str]:
+    """Why a write that passed the tombstones is held for review, as reason codes, from what
+    it read (``reads``): ``near_rejected:<key>`` (its value is near a value a live tombstone
+    at the scope or a broader one rejected: a lesson's or a revision's) and, for a new
+    address, ``confusable_key:<key>`` (its key looks like another key of the scope). Empty
+    when it looks like nothing else."""
     reasons = []
-    rungs = sorted(tombstones.ladder(scope))
-    near = tombstones.near_rejection(value, tx.rejected_values(owner, rungs))
+    near = tombstones.near_rejection(value, reads.rejected)
     if near is not None:
         reasons.append(f"near_rejected:{near}")
     if new_address:
-        keys = tx.lookalike_keys(owner, scope.text, key_skeleton(key))
-        reasons += [f"confusable_key:{other}" for other in tombstones.confusable_keys(key, keys)]
+        others = tombstones.confusable_keys(key, reads.lookalikes)
+        reasons += [f"confusable_key:{other}" for other in others]
     return reasons
+
+
+def address_reads(
+    tx: Transaction, owner: str, scope: Scope, key: str, digests: Sequence[str]
+) -> AddressReads:
+    """``Transaction.address_reads`` for a write of a value of these ``digests`` at
+    (``scope``, ``key``): the ladder and the key's skeleton its checks ask about."""
+    ladder = sorted(tombstones.ladder(scope))
+    return tx.address_reads(
+        owner, scope.text, key, digests=list(digests), ladder=ladder, skeleton=key_skeleton(key)
+    )

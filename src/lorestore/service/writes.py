@@ -1,8 +1,10 @@
 """``memory_write``: create, new version, repeat sighting, or a proposed revision.
 
-The tombstone check comes first, before the address is even looked up, so a rejected value
-cannot come back under any key. A verified lesson is never overwritten by a write: the new
-value waits as a proposed revision until a person accepts or rejects it.
+The tombstone check comes first, before anything about the address is decided, so a rejected
+value cannot come back under any key (what the checks need is read at once, the address and
+its tombstones together: ``Transaction.address_reads``). A verified lesson is never
+overwritten by a write: the new value waits as a proposed revision until a person accepts or
+rejects it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from lorestore.core.validation import (
 )
 from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, bounded, is_expired, version_of
-from lorestore.service.corrections import check_tombstone, look_alike
+from lorestore.service.corrections import address_reads, look_alike, refuse_rejected
 from lorestore.storage.protocol import StoredLesson, Transaction
 
 # Lessons whose value, labels, expiry and archiving are a reviewer's: verified ones, and
@@ -196,11 +198,12 @@ class WriteOperations(ServiceBase):
         digests = w.digests
         digest = digests[0]
         tx.lock_corrections(owner, exclusive=False)
-        check_tombstone(tx, owner, scope, digests)
-        stored = tx.lesson_at(owner, scope.text, key)
+        reads = address_reads(tx, owner, scope, key, digests)
+        refuse_rejected(tx, reads.tombstones, scope, digests)
+        stored = reads.stored
         self._check_if_version(w.if_version, stored)
         if stored is None:
-            held = look_alike(tx, owner, scope, key, value, new_address=True)
+            held = look_alike(key, value, reads, new_address=True)
             lesson = Lesson(
                 id=str(uuid.uuid4()),
                 scope=scope.text,
@@ -263,7 +266,7 @@ class WriteOperations(ServiceBase):
             # A TTL given with a proposal applies to the served lesson now: a reviewer's.
             self._check_curation(actor, current, {"expires_at": changes["expires_at"]})
             return self._propose(tx, actor, stored, digest, changes)
-        held = look_alike(tx, owner, scope, key, value, new_address=False)
+        held = look_alike(key, value, reads, new_address=False)
         return self._new_version(tx, actor, stored, digest, session, changes, held)
 
     @staticmethod
@@ -317,7 +320,7 @@ class WriteOperations(ServiceBase):
         now: str,
     ) -> WriteResult:
         lesson = stored.lesson
-        if session and tx.add_session(stored.pk, stored.value_digest, session, now):
+        if session and tx.count_session(stored.pk, stored.value_digest, session, now):
             changes["seen_count"] = lesson.seen_count + 1
             if lesson.trust == "candidate" and changes["seen_count"] >= self.corroborate_at:
                 changes["trust"] = transition(lesson.trust, "corroborate")

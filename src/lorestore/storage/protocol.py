@@ -46,6 +46,16 @@ class StoredLesson(NamedTuple):
     pending_version: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AddressReads:
+    """What a write at an address decides on (Transaction.address_reads)."""
+
+    tombstones: list[Tombstone]  # live, of the value's digests, at any scope
+    stored: StoredLesson | None  # the lesson at the address
+    rejected: list[tuple[str, str]]  # (key, value) rejected on the scope's ladder
+    lookalikes: list[str]  # keys of the scope that may look like the key
+
+
 class RecallRow(NamedTuple):
     """A recall candidate: the head recall decides on, and the full record from the same row,
     decoded only when the lesson is offered (a recall weighs a few hundred candidates and
@@ -160,8 +170,12 @@ class Transaction(WebhookTransaction, Protocol):
         """The lesson's audit events up to ``at``, newest first, as (action, trust recorded
         in the event's detail): what ``as_of`` reads decide trust from. At most 100."""
 
-    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
-        """Record that ``session`` wrote this value; True when the session is new."""
+    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> None:
+        """Record that ``session`` wrote this value (nothing changes if it had): for a new
+        lesson or version, whose first session it is, nothing to wait for."""
+
+    def count_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
+        """``add_session``, and whether the session is new (a repeat sighting counts it)."""
 
     def clear_sessions(self, pk: int) -> None:
         """Forget which sessions wrote the lesson's earlier values: a new version counts the
@@ -243,8 +257,8 @@ class Transaction(WebhookTransaction, Protocol):
 
     def last_audit_hash(self, owner: str) -> str | None: ...
 
-    def append_audit(self, event: dict[str, Any]) -> int:
-        """Append one audit event (with its ``hash`` and ``prev_hash``); returns its id."""
+    def append_audit(self, event: dict[str, Any]) -> None:
+        """Append one audit event (with its ``hash`` and ``prev_hash``)."""
 
     def audit_events(self, query: AuditFilter) -> list[AuditEvent]: ...
 
@@ -455,13 +469,24 @@ class Transaction(WebhookTransaction, Protocol):
     def append_audits(self, events: Sequence[dict[str, Any]]) -> None:
         """``append_audit`` for many events at once, chained already, in order."""
 
-    def lookalike_keys(self, owner: str, scope: str, skeleton: str) -> list[str]:
-        """Keys at a scope that may look like a key of this skeleton (``key_skeleton``): the
-        one equal to it in ASCII case and every non-ASCII key; the caller compares."""
-
-    def rejected_values(self, owner: str, scopes: Sequence[str]) -> list[tuple[str, str]]:
-        """The values the owner's live tombstones at these scopes hold (a rejected lesson's
-        or a rejected revision's, read from its versions), each with its lesson's key."""
+    def address_reads(
+        self,
+        owner: str,
+        scope: str,
+        key: str,
+        *,
+        digests: Sequence[str],
+        ladder: Sequence[str],
+        skeleton: str,
+    ) -> AddressReads:
+        """What a write at an address decides on, read at once (one wait on PostgreSQL, where
+        it took four): the owner's live tombstones of the value's ``digests`` (any scope, as
+        ``live_tombstones``); the lesson at the address (as ``lesson_at``, the address locked
+        for this transaction); the values the live tombstones at the ``ladder``'s scopes hold
+        (a rejected lesson's or a rejected revision's, read from its versions), each with its
+        lesson's key; and the keys of the scope that may look like a key of this ``skeleton``
+        (``key_skeleton``: the one equal to it in ASCII case, and every non-ASCII key). The
+        caller compares."""
 
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         """The owner's live tombstones of any of these digests, at any scope, oldest

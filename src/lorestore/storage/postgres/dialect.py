@@ -116,10 +116,13 @@ class PostgresTransaction(SQLTransaction):
         self._conn.execute(lock, (f"lorestore.corrections:{owner}",))
 
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
+        self._lock_address(owner, scope, key)
+        return super().lesson_at(owner, scope, key)
+
+    def _lock_address(self, owner: str, scope: str, key: str) -> None:
         if self._write:
             # Two writers creating one address would both see it absent; the lock queues them.
             self._conn.execute(_LOCK, (f"lorestore.address:{owner}\x1f{scope}\x1f{key}",))
-        return super().lesson_at(owner, scope, key)
 
     def last_audit_hash(self, owner: str) -> str | None:
         # Concurrent writers of one owner would fork the chain; the lock keeps it linear.

@@ -319,13 +319,12 @@ SELECT pg_advisory_xact_lock(hashtextextended('lorestore.audit:' || %(owner)s, 0
 SELECT hash FROM audit_log WHERE owner = %(owner)s ORDER BY id DESC LIMIT 1;
 
 -- name: append_audit
--- Append one audit event.
+-- Append one audit event (nothing returned: in a pipelined write, nothing to wait for).
 INSERT INTO audit_log (owner, at, actor, action, scope, key, lesson_id, before_version,
     after_version, before_digest, after_digest, reason, detail, prev_hash, hash)
 VALUES (%(owner)s, %(at)s::timestamptz, %(actor)s, %(action)s, %(scope)s, %(key)s,
     %(lesson_id)s::uuid, %(before_version)s, %(after_version)s, %(before_digest)s,
-    %(after_digest)s, %(reason)s, %(detail)s::jsonb, %(prev_hash)s, %(hash)s)
-RETURNING id;
+    %(after_digest)s, %(reason)s, %(detail)s::jsonb, %(prev_hash)s, %(hash)s);
 
 -- name: append_audits
 -- Append chained audit events, a batch given as one JSON array of rows, in the array's order

@@ -121,3 +121,13 @@ class SQLBase:
 
     def _all(self, name: str, params: Any) -> list[Any]:
         return self._conn.execute(self.Q[name], params).fetchall()
+
+    def _all_at_once(self, calls: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """Named reads sent before any is read: on PostgreSQL, whose transactions are
+        pipelined (postgres/store.py), one wait for all; on SQLite one after another."""
+        cursors = [self._conn.execute(self.Q[name], params) for name, params in calls]
+        return [cursor.fetchall() for cursor in cursors]
+
+    def _lock_address(self, owner: str, scope: str, key: str) -> None:
+        """Queue the writers of one address until this transaction ends (PostgreSQL; SQLite
+        runs write transactions one at a time)."""

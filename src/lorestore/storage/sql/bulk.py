@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lorestore.storage.protocol import (
+    AddressReads,
     ForeignRecord,
     PolicyRecord,
     PolicyRow,
@@ -49,13 +50,31 @@ class BulkPrimitives(SQLBase):
         if pks:
             self._exec("insert_served_versions", {"pks": self._array(pks), "actor": actor})
 
-    def lookalike_keys(self, owner: str, scope: str, skeleton: str) -> list[str]:
-        params = {"owner": owner, "scope": scope, "skeleton": skeleton}
-        return [str(r["key"]) for r in self._all("lookalike_keys", params)]
-
-    def rejected_values(self, owner: str, scopes: Sequence[str]) -> list[tuple[str, str]]:
-        params = {"owner": owner, "scopes": self._array(scopes)}
-        return [(str(r["key"]), str(r["value"])) for r in self._all("rejected_values", params)]
+    def address_reads(
+        self,
+        owner: str,
+        scope: str,
+        key: str,
+        *,
+        digests: Sequence[str],
+        ladder: Sequence[str],
+        skeleton: str,
+    ) -> AddressReads:
+        self._lock_address(owner, scope, key)
+        tombs, at, rejected, keys = self._all_at_once(
+            [
+                ("live_tombstones", {"owner": owner, "digests": self._array(digests)}),
+                ("lesson_at", {"owner": owner, "scope": scope, "key": key}),
+                ("rejected_values", {"owner": owner, "scopes": self._array(ladder)}),
+                ("lookalike_keys", {"owner": owner, "scope": scope, "skeleton": skeleton}),
+            ]
+        )
+        return AddressReads(
+            tombstones=[tombstone_from_row(r) for r in tombs],
+            stored=self._stored_doc(at[0]) if at else None,
+            rejected=[(str(r["key"]), str(r["value"])) for r in rejected],
+            lookalikes=[str(r["key"]) for r in keys],
+        )
 
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         params = {"owner": owner, "digests": self._array(digests)}

@@ -133,7 +133,11 @@ class LessonPrimitives(SQLBase):
         params = {"owner": owner, "scope": scope, "key": key, "lesson_id": lesson_id, "at": at}
         return [(r["action"], r["trust"]) for r in self._all("trust_events", params)]
 
-    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
+    def add_session(self, pk: int, value_digest: str, session: str, at: str) -> None:
+        params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
+        self._exec("add_session", params)
+
+    def count_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
         params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
         return self._count("add_session", params) == 1
 

@@ -46,10 +46,10 @@ class TenancyPrimitives(SQLBase):
         row = self._one("last_audit_hash", {"owner": owner})
         return row["hash"] if row else None
 
-    def append_audit(self, event: dict[str, Any]) -> int:
+    def append_audit(self, event: dict[str, Any]) -> None:
         params = dict(event)
         params["detail"] = dumps(event.get("detail") or {})
-        return self._inserted("append_audit", params)
+        self._exec("append_audit", params)
 
     def audit_events(self, query: AuditFilter) -> list[AuditEvent]:
         params = {
