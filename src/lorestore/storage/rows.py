@@ -1,8 +1,10 @@
 """Conversion between stored rows and the domain records.
 
-Both backends go through here. SQLite hands back JSON as text and times as canonical text;
-PostgreSQL hands back decoded JSON, ``datetime`` and ``UUID``; each helper accepts both, so
-the records (and every surface's output) are identical whichever backend served them.
+Both backends go through here. SQLite hands back JSON as text and times as canonical text,
+and so does the PostgreSQL store's pool (postgres/store.py: its loaders), with ids as
+``UUID``; each helper also accepts decoded JSON and ``datetime`` (a connection of
+``lorestore migrate``'s, which has no such loaders), so the records (and every surface's
+output) are identical whichever backend served them.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def json_value(value: Any) -> Any:
 
 
 def ts_text(value: Any) -> str | None:
-    """A stored time as canonical text (SQLite stores it so; PostgreSQL returns datetime)."""
+    """A stored time as canonical text (as both stores return it; a datetime from a
+    connection without the PostgreSQL store's loaders)."""
     if value is None or isinstance(value, str):
         return value
     assert isinstance(value, datetime)

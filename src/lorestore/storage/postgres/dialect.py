@@ -1,8 +1,8 @@
 """What the PostgreSQL store does differently from the shared primitives (``storage/sql``):
 lists bind as arrays, a new key comes back through ``RETURNING``, rows decode by column name
-(times as ``datetime``), ids are uuids, advisory locks order what must not interleave, and
-org creation and invites go through the definer functions that read the actor from the
-session."""
+(times and JSON as text, by the pool's loaders: postgres/store.py), ids are uuids, advisory
+locks order what must not interleave, and org creation and invites go through the definer
+functions that read the actor from the session."""
 
 from __future__ import annotations
 

@@ -12,12 +12,16 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 
 import psycopg
+from psycopg.abc import AdaptContext, Buffer
+from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
+from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
 
 from lorestore.core.errors import LorestoreError
+from lorestore.core.timestamps import format_ts
 from lorestore.semantic.index import Vectors
 from lorestore.storage.postgres.dialect import PostgresTransaction, Q, Row
 from lorestore.storage.postgres.errors import translate
@@ -28,11 +32,35 @@ __all__ = ["PostgresStore", "PostgresTransaction"]
 _OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 
-def _jsonb_as_text(conn: psycopg.Connection[Row]) -> None:
-    """jsonb columns arrive as their JSON text, decoded only where a value is used, as
-    SQLite's text is (storage/rows.py, json_field): a recall reads about 125 lesson rows of
-    five jsonb columns each and offers a dozen of them."""
+class _CanonicalTime(Loader):
+    """A timestamptz as lorestore's canonical text (core/timestamps.py:
+    ``2026-11-30T12:00:00.000000Z``), as SQLite stores it, from the server's text in the
+    session's UTC (``2026-11-30 12:00:00+00``; PostgreSQL drops a fraction's trailing zeros).
+    Anything else (an offset, a year past 9999, infinity) goes through a datetime."""
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self._datetime = TimestamptzLoader(oid, context)
+
+    def load(self, data: Buffer) -> str:
+        text = bytes(data).decode()
+        if len(text) < 22 or text[10] != " " or text[19] not in ".+" or text[-3:] != "+00":
+            return format_ts(self._datetime.load(data))
+        clock = text[11:-3]
+        if len(clock) == 8:
+            return f"{text[:10]}T{clock}.000000Z"
+        return f"{text[:10]}T{clock.ljust(15, '0')}Z"
+
+
+def _rows_as_text(conn: psycopg.Connection[Row]) -> None:
+    """jsonb and timestamptz columns arrive as text, as SQLite's do: JSON decoded only where a
+    value is used (storage/rows.py, json_field), times in their canonical form (building a
+    datetime for every time of every row, then its text, took a recall at 100k lessons about a
+    millisecond: it reads 150-200 lesson rows of five times each and offers a dozen). The
+    session's time zone is UTC, which the times are written in and the queries name."""
+    conn.execute("SET TIME ZONE 'UTC'")
     conn.adapters.register_loader("jsonb", TextLoader)
+    conn.adapters.register_loader("timestamptz", _CanonicalTime)
 
 
 class PostgresStore:
@@ -55,7 +83,7 @@ class PostgresStore:
             # Autocommit: each transaction sends its own BEGIN inside a pipeline (below), where
             # psycopg's implicit one would wait for the server's answer first.
             kwargs={"row_factory": dict_row, "autocommit": True},
-            configure=_jsonb_as_text,
+            configure=_rows_as_text,
             open=False,
         )
         try:
