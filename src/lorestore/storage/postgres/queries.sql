@@ -615,10 +615,15 @@ VALUES (%(recall_id)s::uuid, %(owner)s, %(at)s::timestamptz, %(actor)s, %(contex
     %(offered)s::jsonb, %(held)s::jsonb);
 
 -- name: recent_recalls
--- Logged recall decisions of these owners since a time, newest first.
-SELECT * FROM recall_log
-WHERE owner = ANY (%(owners)s) AND at >= %(since)s::timestamptz
-ORDER BY at DESC, recall_id DESC
+-- Logged recall decisions of these owners since a time, newest first: each owner's newest
+-- from recall_log_newest, walked backwards up to the page's size (migration 0042), merged.
+SELECT r.* FROM (SELECT DISTINCT unnest(%(owners)s::text[]) AS owner) AS o
+CROSS JOIN LATERAL (
+    SELECT * FROM recall_log AS x
+    WHERE x.owner = o.owner AND x.at >= %(since)s::timestamptz
+    ORDER BY x.at DESC, x.recall_id DESC
+    LIMIT %(limit)s) AS r
+ORDER BY r.at DESC, r.recall_id DESC
 LIMIT %(limit)s;
 
 -- name: recalls_of_lesson
