@@ -18,7 +18,6 @@ import statistics
 import sys
 import tempfile
 import time
-import timeit
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,14 +28,10 @@ from lorestore.models import WriteParams
 from lorestore.service import LessonService
 from lorestore.storage.protocol import Store
 from recall_bench import ACTOR, _cached
+from semantic_bench import calibration
 
 SCOPES = ("project::p0", "repo::acme/svc0")
 WRITES, WARMUP = 40, 5
-
-
-def calibration() -> float:
-    """µs per ``sum(range(1000))``: the machine's speed at the time."""
-    return min(timeit.repeat("sum(range(1000))", number=2000, repeat=20)) / 2000 * 1e6
 
 
 def new_key_writes(store: Store) -> dict[str, float]:

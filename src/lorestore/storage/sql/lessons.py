@@ -57,6 +57,10 @@ NO_BOUND = 2**63 - 1
 ACTIVE_TRUST = ("candidate", "corroborated", "verified", "disputed")
 
 
+def _session_params(pk: int, value_digest: str, session: str, at: str) -> dict[str, Any]:
+    return {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
+
+
 @dataclass(slots=True)
 class WordClasses:
     """A search's words by how it ranks them (LessonPrimitives._word_classes)."""
@@ -134,12 +138,10 @@ class LessonPrimitives(SQLBase):
         return [(r["action"], r["trust"]) for r in self._all("trust_events", params)]
 
     def add_session(self, pk: int, value_digest: str, session: str, at: str) -> None:
-        params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
-        self._exec("add_session", params)
+        self._exec("add_session", _session_params(pk, value_digest, session, at))
 
     def count_session(self, pk: int, value_digest: str, session: str, at: str) -> bool:
-        params = {"pk": pk, "value_digest": value_digest, "session": session, "at": at}
-        return self._count("add_session", params) == 1
+        return self._count("add_session", _session_params(pk, value_digest, session, at)) == 1
 
     def clear_sessions(self, pk: int) -> None:
         self._exec("clear_sessions", {"pk": pk})
