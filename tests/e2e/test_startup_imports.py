@@ -27,6 +27,7 @@ LAZY = (
     "lorestore.gitinfo",
     # The semantic extra's model and numpy: loaded by the first write or recall with a task.
     "numpy",
+    "tokenizers",
     "wordllama",
 )
 
@@ -84,11 +85,15 @@ def test_version_imports_neither_typer_nor_pydantic(home: Path) -> None:
     assert _present(loaded, ("typer", "pydantic", "lorestore.models")) == []
 
 
-def test_help_loads_the_catalog_but_no_store_or_transport(home: Path) -> None:
-    loaded = _loaded(home, ["--help"])
-    assert _present(loaded, ("typer", "lorestore.operations")) == ["typer", "lorestore.operations"]
-    # Typer renders its help with Rich: the one lazy module --help itself needs.
-    assert _present(loaded, tuple(n for n in LAZY if n != "rich.console")) == []
+def test_help_lists_the_commands_without_the_catalog_or_its_models(home: Path) -> None:
+    catalog = ("lorestore.operations", "lorestore.models", "pydantic")
+    for args in (["--help"], []):
+        loaded = _loaded(home, args)
+        assert "lorestore.cli.root" in loaded  # the control that it ran: the page's own module
+        # Typer renders its help with Rich: the one lazy module the page itself needs.
+        assert _present(loaded, (*catalog, *(n for n in LAZY if n != "rich.console"))) == []
+    # The control: a command's own page builds the tree, from the catalog.
+    assert _present(_loaded(home, ["read", "--help"]), catalog) == list(catalog)
 
 
 def test_read_opens_the_embedded_store_without_a_transport(home: Path) -> None:
@@ -125,10 +130,12 @@ def test_mcp_reports_a_bad_setting_the_same_way_on_both_paths(home: Path) -> Non
 
 
 def test_the_semantic_model_loads_for_a_recall_with_a_task_not_in_a_hook(home: Path) -> None:
-    semantic = ("numpy", "wordllama")
+    semantic = ("numpy", "tokenizers", "safetensors")
     assert _present(_loaded(home, ["read", "global", "nothing-here"]), semantic) == []
     recalled = _loaded(home, ["recall", "--task", "postgresql"])
     assert _present(recalled, semantic) == list(semantic)  # the control: hybrid recall
+    # The model's files are read without wordllama's loader, whose package imports requests.
+    assert _present(recalled, ("wordllama", "requests")) == []
     # A prompt hook recalls for the prompt's text too, lexically: no model in its process.
     prompt = json.dumps(
         {

@@ -7,12 +7,15 @@ properties the pooling relies on, which a new wordllama could change."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
-from lorestore.semantic import pooling
+from lorestore.semantic import model, pooling
 from lorestore.semantic.model import Embedder, availability, embedding_text, load_wordllama
 
 LESSONS = Path(__file__).resolve().parents[2] / "evals" / "lessons.jsonl"
@@ -80,7 +83,7 @@ def test_the_tokenizer_is_one_the_pooling_reproduces(reference: object) -> None:
 
 
 def test_a_tokenizer_it_would_not_reproduce_is_refused(reference: object) -> None:
-    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers import pre_tokenizers
 
     changed = Tokenizer.from_str(reference.tokenizer.to_str())  # type: ignore[attr-defined]
     changed.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -89,3 +92,39 @@ def test_a_tokenizer_it_would_not_reproduce_is_refused(reference: object) -> Non
     config["model"]["vocab"]["s▁the"] = len(config["model"]["vocab"])  # across two words
     problem = pooling._unsupported(Tokenizer.from_str(json.dumps(config)))
     assert problem is not None and problem.startswith("tokens join a word to the next one")
+
+
+def test_the_model_is_read_from_its_files_as_wordllama_reads_them(reference: object) -> None:
+    """The table and the tokenizer come from the files in wordllama's package folder, without
+    its loader (whose import brings requests and its download code): the same table, the same
+    tokenizer; and the process that embeds never imports wordllama's package."""
+    parts = model.bundled_parts()
+    assert parts is not None
+    tokenizer, table = parts
+    assert table.dtype == np.float32 and table.flags.c_contiguous
+    assert np.array_equal(table, reference.embedding)  # type: ignore[attr-defined]
+    theirs = reference.tokenizer.to_str()  # type: ignore[attr-defined]
+    # wordllama's inference sets padding on its copy; the pooling never pads.
+    assert json.loads(tokenizer.to_str())["model"] == json.loads(theirs)["model"]
+    added = Tokenizer.from_str(theirs).get_added_tokens_decoder()
+    assert tokenizer.get_added_tokens_decoder() == added
+    script = (
+        "import sys\n"
+        "from lorestore.semantic.model import Embedder\n"
+        "assert Embedder('x').embed(['postgres']).shape == (1, 256)\n"
+        "print(sorted(m for m in ('wordllama', 'requests', 'urllib3') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_wordllama_that_keeps_its_files_elsewhere_is_loaded_by_its_own_loader(
+    reference: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(model, "bundled_parts", lambda: None)  # as if the files had moved
+    pooler = model._load()
+    texts = EDGES[:6]
+    theirs = reference.embed(texts, norm=True)  # type: ignore[attr-defined]
+    assert np.allclose(pooler.embed(texts), theirs, rtol=0, atol=1e-5)

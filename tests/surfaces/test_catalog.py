@@ -9,8 +9,9 @@ from typing import Any
 
 import typer
 
+import lorestore.cli
 from lorestore.cli.main import app
-from lorestore.cli.reference import render
+from lorestore.cli.reference import render, render_index
 from lorestore.config import DOCUMENTED_VARIABLES
 from lorestore.operations import CATALOG, on_surface
 from lorestore.transports.mcp.server import result_schema, tool_definitions
@@ -67,6 +68,15 @@ def test_service_implements_every_operation() -> None:
 def test_cli_reference_is_generated_from_the_commands() -> None:
     assert (DOCS / "cli.md").read_text() == render(), (
         "docs/cli.md is stale: run `python -m lorestore.cli.reference > docs/cli.md`"
+    )
+
+
+def test_the_index_of_commands_is_generated_from_the_commands() -> None:
+    """What `lorestore --help` lists without building the tree (cli/root.py)."""
+    index = Path(lorestore.cli.__file__).with_name("index.json")
+    assert index.read_text(encoding="utf-8") == render_index(), (
+        "src/lorestore/cli/index.json is stale: run "
+        "`python -m lorestore.cli.reference --index > src/lorestore/cli/index.json`"
     )
 
 

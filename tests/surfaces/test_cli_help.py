@@ -4,8 +4,12 @@ that flow in the command list, and shell completion offered."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -64,3 +68,26 @@ def test_the_command_list_flows_and_completion_is_offered(cli: Cli) -> None:
     assert "on the local store, with bearer tokens" in " ".join(
         " ".join(r.strip("│ ").split()) for r in rows[serve : serve + 3]
     )
+
+
+def test_the_top_page_without_the_tree_is_the_trees_own(home: Path) -> None:
+    """`lorestore --help` and `lorestore` alone list the commands from cli/index.json without
+    building the tree (cli/root.py): through the console script, the same page, byte for byte,
+    and the same exit status as the whole tree prints (the control: a run of the tree itself,
+    through the same interpreter)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LORESTORE_", "_LORESTORE"))}
+    env |= {"LORESTORE_HOME": str(home), "COLUMNS": "97", "TERM": "dumb"}
+    lorestore = str(Path(sys.executable).with_name("lorestore"))
+    tree = "import sys; from lorestore.cli.main import main; sys.argv[0] = 'lorestore'; main()"
+    for args in (["--help"], []):
+        short, whole = (
+            subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+            for command in ([lorestore, *args], [sys.executable, "-c", tree, *args])
+        )
+        assert "write" in whole.stdout + whole.stderr and "│ serve " in whole.stdout + whole.stderr
+        assert (short.returncode, short.stdout, short.stderr) == (
+            whole.returncode,
+            whole.stdout,
+            whole.stderr,
+        ), args
+    assert short.returncode == 2  # `lorestore` alone: the page, as a usage error

@@ -1,9 +1,11 @@
-"""The ``lorestore`` script's entry point. Two command lines skip the command tree (Typer and
-every command's options, cli/main.py): ``lorestore --version``, answered before anything else is
-imported, ``lorestore mcp`` as hosts start it at every session, which goes straight to the
-server (cli/stdio.py) with the same output and exit status, and ``lorestore hook EVENT --host
-H``, which a host runs as a cold process at every lifecycle event (hosts/hook.py). Every other
-one (and ``lorestore hook --help``) goes to the tree."""
+"""The ``lorestore`` script's entry point. Some command lines skip the command tree (the
+catalog, its models and every command's options, cli/main.py): ``lorestore --version``,
+answered before anything else is imported; ``lorestore --help`` and ``lorestore`` alone, whose
+page lists the commands from an index (cli/root.py); ``lorestore mcp`` as hosts start it at
+every session, which goes straight to the server (cli/stdio.py) with the same output and exit
+status; and ``lorestore hook EVENT --host H``, which a host runs as a cold process at every
+lifecycle event (hosts/hook.py). Every other one (and ``lorestore hook --help``) goes to the
+tree."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ def main() -> None:
     from lorestore.config import quiet_pydantic_plugins
 
     quiet_pydantic_plugins()  # before the first model is built
+    if args in ([], ["--help"]):
+        from lorestore.config import completion_requested
+
+        if not completion_requested():  # completing a command's options needs the tree
+            from lorestore.cli.root import show_help
+
+            show_help()
+            return
     if args[:1] == ["hook"] and not {"--help", "-h"} & set(args):
         from lorestore.hosts.hook import main as hook
 

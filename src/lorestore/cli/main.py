@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from lorestore import __version__
 from lorestore.auth.actor import local_actor
 from lorestore.cli.backend import open_backend, with_git_context
 from lorestore.cli.commands import build_command, default_action
@@ -26,6 +25,7 @@ from lorestore.cli.migrate import migrate_command
 from lorestore.cli.portable import export_command
 from lorestore.cli.reindex import reindex_command
 from lorestore.cli.render import confirmation, failure, make_console, render
+from lorestore.cli.root import root_app
 from lorestore.config import load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import CLI_GROUPS, Operation, on_surface
@@ -75,14 +75,7 @@ class _Commands(TyperGroup):
         raise SystemExit(code if isinstance(code, int) else 0)
 
 
-app = typer.Typer(
-    cls=_Commands,
-    name="lorestore",
-    help="A lesson store for coding agents: every version kept, corrections that stick.",
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-)
+app = root_app(_Commands)
 
 
 def _fail(error: LorestoreError, as_json: bool) -> typer.Exit:
@@ -259,24 +252,6 @@ def maintain_command(
         for sweep in report.sweeps:
             state = f"purged {sweep.purged}" if sweep.enabled else "off"
             print(f"{sweep.sweep}: {state}")
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"lorestore {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="print the version and exit"
-        ),
-    ] = False,
-) -> None:
-    """lorestore keeps the lessons coding agents learn, with every version and correction."""
 
 
 def _flowing(text: str) -> str:

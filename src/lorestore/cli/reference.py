@@ -1,8 +1,11 @@
-"""Renders the CLI reference (docs/cli.md) from the command tree itself, so the documentation
-cannot drift: a test regenerates it and compares. Run ``python -m lorestore.cli.reference``."""
+"""Renders the CLI reference (docs/cli.md) and the index of commands (cli/index.json, what
+``lorestore --help`` lists without building the tree) from the command tree itself, so neither
+can drift: a test regenerates both and compares. Run ``python -m lorestore.cli.reference >
+docs/cli.md`` and ``python -m lorestore.cli.reference --index > src/lorestore/cli/index.json``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import typer
@@ -64,5 +67,20 @@ def _render_command(parts: list[str], name: str, command: Any) -> None:
         parts.append("\n".join(lines) + "\n")
 
 
+def render_index() -> str:
+    """cli/index.json: each command the group's page lists, in order, with the help it shows
+    of it (cli/root.py)."""
+    group: Any = typer.main.get_command(app)
+    ctx = group.context_class(group)
+    rows = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if not command.hidden:
+            rows.append([name, command.short_help or command.help or ""])
+    return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+
+
 if __name__ == "__main__":
-    print(render(), end="")
+    import sys
+
+    print(render_index() if sys.argv[1:] == ["--index"] else render(), end="")

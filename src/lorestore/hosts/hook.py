@@ -318,7 +318,7 @@ def _recall(payload: Payload, *, task: str | None, budget: int) -> Recall:
 
     # Lexical on a local store: a hook is a process of its own per event, within the host's
     # deadline, and the semantic model's first load (numpy, the tokenizer, the weights) costs
-    # about half a second, on every prompt (docs/hosts.md). A server decides for itself.
+    # about a fifth of a second, on every prompt (docs/hosts.md). A server decides for itself.
     settings = replace(load_settings(use_login=False), semantic=False)
     session = f"{payload.host}-{payload.session or 'unknown'}"
     if settings.session:

@@ -1,6 +1,6 @@
 """The local embedding model: wordllama's 256-dimension model, shipped inside its wheel and
 loaded from the package folder with downloads disabled, so nothing reaches the network. The
-model is loaded on first use (about half a second) and kept for the process."""
+model is loaded on first use (about a fifth of a second) and kept for the process."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
     from lorestore.semantic.pooling import Pooler
 
-MODEL_NAME = "wordllama/l2_supercat_256"
+CONFIG = "l2_supercat"  # wordllama's name for the model it bundles
 DIMENSIONS = 256
+MODEL_NAME = f"wordllama/{CONFIG}_{DIMENSIONS}"
 PACKAGE = "wordllama"
 INSTALL_HINT = "pip install 'lorestore[semantic]'"
 
@@ -103,11 +104,41 @@ def _model() -> Pooler:
 def _load() -> Pooler:
     from lorestore.semantic.pooling import Pooler
 
-    return Pooler.load(load_wordllama())
+    parts = bundled_parts()
+    if parts is None:  # a wordllama that keeps its files elsewhere: its own loader finds them
+        model = load_wordllama()
+        parts = model.tokenizer, model.embedding
+    return Pooler.load(*parts)
+
+
+def bundled_parts() -> tuple[Any, NDArray[np.float32]] | None:
+    """The bundled model's tokenizer and embedding table, read from the files in wordllama's
+    package folder as its loader reads them (``WordLlama.load`` then ``WordLlamaInference``),
+    or None when they are not there. Without importing wordllama: its package imports
+    ``requests`` and its download code, half of its 0.3 s of load (docs/benchmarks.md)."""
+    from pathlib import Path
+
+    spec = importlib.util.find_spec(PACKAGE)
+    folders = spec.submodule_search_locations if spec else None
+    if not folders:
+        return None
+    root = Path(next(iter(folders)))
+    tokenizer_file = root / "tokenizers" / f"{CONFIG}_tokenizer_config.json"
+    weights_file = root / "weights" / f"{CONFIG}_{DIMENSIONS}.safetensors"
+    if not (tokenizer_file.is_file() and weights_file.is_file()):
+        return None
+    import numpy as np
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    with safe_open(str(weights_file), framework="np", device="cpu") as weights:
+        table = weights.get_tensor("embedding.weight")
+    return Tokenizer.from_file(str(tokenizer_file)), np.ascontiguousarray(table, np.float32)
 
 
 def load_wordllama() -> Any:
-    """wordllama's own model (its ``embed`` is what ``Embedder.embed`` reproduces)."""
+    """wordllama's own model, by its own loader (its ``embed`` is what ``Embedder.embed``
+    reproduces)."""
     from pathlib import Path
 
     import wordllama  # type: ignore[import-untyped]
@@ -117,5 +148,5 @@ def load_wordllama() -> Any:
     # downloads disabled a missing file is an error instead of a request to Hugging Face.
     folder = Path(wordllama.__file__).parent
     return wordllama.WordLlama.load(
-        config="l2_supercat", dim=DIMENSIONS, cache_dir=folder, disable_download=True
+        config=CONFIG, dim=DIMENSIONS, cache_dir=folder, disable_download=True
     )

@@ -45,13 +45,13 @@ class Pooler:
         self._split = re.compile("(" + ("|".join(map(re.escape, longest_first)) or "(?!)") + ")")
 
     @classmethod
-    def load(cls, model: Any) -> Pooler:
-        """From a loaded ``WordLlamaInference``; an error if its tokenizer is not one this
-        module reproduces exactly."""
-        problem = _unsupported(model.tokenizer)
+    def load(cls, tokenizer: Any, embedding: NDArray[np.float32]) -> Pooler:
+        """From the model's tokenizer and embedding table; an error if the tokenizer is not
+        one this module reproduces exactly."""
+        problem = _unsupported(tokenizer)
         if problem is not None:
             raise RuntimeError(f"the model's tokenizer is not supported: {problem}")
-        return cls(model.tokenizer, model.embedding)
+        return cls(tokenizer, embedding)
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
         """One unit-length row per text, as wordllama's ``embed(texts, norm=True)``."""
@@ -106,7 +106,8 @@ def _unsupported(tokenizer: Any) -> str | None:
     affixes = bpe.continuing_subword_prefix or bpe.end_of_word_suffix
     if type(bpe).__name__ != "BPE" or bpe.dropout or affixes:
         return "its model is not a plain BPE"
-    across = [t for t in tokenizer.get_vocab() if re.search(f"[^{SPACE}]{SPACE}", t)]
+    # A "▁" after another character: one left once the token's leading ones are stripped.
+    across = [t for t in tokenizer.get_vocab() if SPACE in t.lstrip(SPACE)]
     if across:
         return f"tokens join a word to the next one ({across[:3]})"
     added = tokenizer.get_added_tokens_decoder().values()
