@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pydantic
+import pytest
 import typer
 
 import lorestore.cli
@@ -14,6 +16,7 @@ from lorestore.cli.main import app
 from lorestore.cli.reference import render, render_index
 from lorestore.config import DOCUMENTED_VARIABLES
 from lorestore.operations import CATALOG, on_surface
+from lorestore.transports.mcp import server
 from lorestore.transports.mcp.server import result_schema, tool_definitions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,9 +56,31 @@ def test_every_cli_operation_is_a_command_with_every_field() -> None:
 def test_mcp_tools_are_exactly_the_mcp_operations() -> None:
     tools = {t.name: t for t in tool_definitions()}
     assert list(tools) == [op.name for op in on_surface("mcp")]
+    stale = "src/lorestore/transports/mcp/schemas.json is stale: " + REGENERATE_SCHEMAS
     for op in on_surface("mcp"):
-        assert tools[op.name].input_schema == op.params.model_json_schema()
-        assert tools[op.name].output_schema == result_schema(op.result)
+        assert tools[op.name].input_schema == op.params.model_json_schema(), stale
+        assert tools[op.name].output_schema == result_schema(op.result), stale
+
+
+REGENERATE_SCHEMAS = (
+    "run `python -m lorestore.transports.mcp.server > src/lorestore/transports/mcp/schemas.json`"
+)
+
+
+def test_the_kept_tool_schemas_are_generated_from_the_models() -> None:
+    """What `tools/list` answers from (transports/mcp/server.py), without building a schema."""
+    kept = Path(server.__file__).with_name("schemas.json").read_text(encoding="utf-8")
+    assert kept == server.render_schemas(), f"schemas.json is stale: {REGENERATE_SCHEMAS}"
+
+
+def test_listing_the_tools_builds_no_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a schema was built")
+
+    monkeypatch.setattr(pydantic.BaseModel, "model_json_schema", refuse)
+    assert len(tool_definitions()) == len(on_surface("mcp"))
+    with pytest.raises(AssertionError, match="a schema was built"):  # the control
+        server.tool_schemas(on_surface("mcp")[0])
 
 
 def test_service_implements_every_operation() -> None:

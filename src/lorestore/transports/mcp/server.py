@@ -9,8 +9,10 @@ the local store for stdio, the actor of each HTTP request for ``/mcp``, a server
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -91,20 +93,50 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 def tool_definitions(permissions: frozenset[Permission] = ALL_PERMISSIONS) -> list[types.Tool]:
     """The tools a caller holding ``permissions`` may call: an agent is not shown review and
     admin tools it could only be refused (a host would offer them to its model)."""
-    return [
-        types.Tool(
-            name=op.name,
-            description=op.summary,
-            input_schema=op.params.model_json_schema(),
-            output_schema=result_schema(op.result),
-            annotations=types.ToolAnnotations(
-                read_only_hint=not op.mutates,
-                destructive_hint=op.destructive,
-            ),
-        )
-        for op in on_surface("mcp")
-        if op.permission in permissions or "admin" in permissions  # as Actor.can decides
-    ]
+    stored = _stored_schemas()
+    tools = []
+    for op in on_surface("mcp"):
+        if op.permission in permissions or "admin" in permissions:  # as Actor.can decides
+            schemas = stored.get(op.name) or tool_schemas(op)
+            tools.append(
+                types.Tool(
+                    name=op.name,
+                    description=op.summary,
+                    input_schema=schemas["input"],
+                    output_schema=schemas["output"],
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=not op.mutates,
+                        destructive_hint=op.destructive,
+                    ),
+                )
+            )
+    return tools
+
+
+def tool_schemas(op: Operation) -> dict[str, dict[str, Any]]:
+    """A tool's input and output schema, from its operation's models."""
+    return {"input": op.params.model_json_schema(), "output": result_schema(op.result)}
+
+
+SCHEMAS_FILE = "schemas.json"  # beside this module
+
+
+@functools.cache
+def _stored_schemas() -> dict[str, dict[str, dict[str, Any]]]:
+    """Every tool's schemas as ``tool_schemas`` makes them, kept in schemas.json (generated:
+    ``python -m lorestore.transports.mcp.server > src/lorestore/transports/mcp/schemas.json``;
+    tests/surfaces/test_catalog.py fails when it is stale). Building them from the models
+    takes about 65 ms, which every ``lorestore mcp`` start spent before its first
+    ``tools/list`` (docs/benchmarks.md, "Start-up work of 2026-12-05")."""
+    text = resources.files(__package__).joinpath(SCHEMAS_FILE).read_text(encoding="utf-8")
+    stored: dict[str, dict[str, dict[str, Any]]] = json.loads(text)
+    return stored
+
+
+def render_schemas() -> str:
+    """schemas.json: every MCP tool's schemas, in the catalog's order."""
+    every = {op.name: tool_schemas(op) for op in on_surface("mcp")}
+    return json.dumps(every, indent=1, ensure_ascii=False) + "\n"
 
 
 def _error_result(error: LorestoreError) -> types.CallToolResult:
@@ -193,3 +225,7 @@ def build_server(
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+
+
+if __name__ == "__main__":
+    print(render_schemas(), end="")
