@@ -15,7 +15,7 @@ from typing import Any
 import typer
 from tests.conftest import Cli
 
-from lorestore.cli.main import app
+from lorestore.cli.main import app, command_app
 
 ODD = re.compile(r"<(bool|str|int|float|list\[[a-z]+\])[^>]*>|\{[A-Z_]+\}")
 # Text in square brackets that Rich, which renders the help, would take for a style tag and
@@ -91,3 +91,21 @@ def test_the_top_page_without_the_tree_is_the_trees_own(home: Path) -> None:
             whole.stderr,
         ), args
     assert short.returncode == 2  # `lorestore` alone: the page, as a usage error
+
+
+def test_a_command_runs_in_a_tree_of_its_own_as_in_the_whole_tree() -> None:
+    """`lorestore NAME ...` builds only NAME's command or group (cli/main.py, command_app): its
+    page and a usage error of it are the whole tree's."""
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    root = typer.main.get_command(app)
+    names = list(root.commands)  # type: ignore[attr-defined]
+    assert {"write", "token", "db", "mcp", "serve"} <= set(names)  # the control: the walk
+    for name in names:
+        own = command_app(name)
+        assert own is not app and len(typer.main.get_command(own).commands) == 1  # type: ignore[attr-defined]
+        for args in ([name, "--help"], [name, "--no-such-option"]):
+            alone, whole = (runner.invoke(tree, args, env={"COLUMNS": "97"}) for tree in (own, app))
+            assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), args
+    assert command_app("no-such-command") is app  # its error lists the whole tree's names

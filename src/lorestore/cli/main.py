@@ -274,5 +274,17 @@ def _flow_help(tree: typer.Typer) -> None:
 _flow_help(app)
 
 
+def command_app(name: str) -> typer.Typer:
+    """The tree with only the top-level command or group ``name`` (the whole tree if there is
+    none such): what running it builds. Typer builds every command it holds from its signature
+    before it runs one, 20 ms for the whole tree; the page of a command, its errors and what it
+    runs are the same either way (tests/surfaces/test_cli_help.py)."""
+    only = root_app(_Commands)
+    only.registered_commands = [c for c in app.registered_commands if c.name == name]
+    only.registered_groups = [g for g in app.registered_groups if g.name == name]
+    return only if only.registered_commands or only.registered_groups else app
+
+
 def main() -> None:
-    app()
+    args = sys.argv[1:]
+    (command_app(args[0]) if args else app)()
