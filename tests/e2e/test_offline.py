@@ -5,6 +5,8 @@ model loads and embeds under it, from the files inside its wheel."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tests.offline import NetworkBlockedError
@@ -32,12 +34,22 @@ def test_the_bundled_model_loads_and_embeds_offline() -> None:
 
 
 def test_without_downloads_a_missing_model_file_is_an_error_not_a_request(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Loading never falls back to Hugging Face: pointed at a folder without the bundled
-    tokenizer, the load fails here (downloads disabled) instead of fetching it."""
+    """Loading never falls back to Hugging Face: with the bundled files missing where the
+    model is read from (semantic/model.py, bundled_parts), wordllama's own loader is tried,
+    pointed at the same folder, and fails here (downloads disabled) instead of fetching."""
+    import importlib.util
+
     import wordllama
 
-    monkeypatch.setattr(wordllama, "__file__", f"{tmp_path}/wordllama/__init__.py")
+    folder = tmp_path / "wordllama"
+    folder.mkdir()
+    found = importlib.util.find_spec("wordllama")
+    assert found is not None and model.bundled_parts() is not None  # the control: files there
+    elsewhere = SimpleNamespace(submodule_search_locations=[str(folder)])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: elsewhere)
+    assert model.bundled_parts() is None
+    monkeypatch.setattr(wordllama, "__file__", str(folder / "__init__.py"))
     with pytest.raises(FileNotFoundError, match="downloads are disabled"):
         model._load()
