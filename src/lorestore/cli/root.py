@@ -1,9 +1,9 @@
 """The top of the command tree: the ``lorestore`` group, its options and its help, shared by
 the whole tree (cli/main.py) and by ``lorestore --help`` and ``lorestore`` alone, which list
-the commands from cli/index.json (generated from the tree by cli/reference.py) without
-building the tree. Building it imports the catalog, its
-models and every command's module and reads every command's signature: about 0.2 s that a
-page listing names and one line each does not need (docs/benchmarks.md, "Start-up")."""
+the commands from cli/index.json (generated from the tree by cli/reference.py) without building
+the tree. Building it imports the catalog, its models and every command's module and reads
+every command's signature: about 0.2 s that a page of names and their help does not need
+(docs/benchmarks.md, "Start-up work of 2026-12-05")."""
 
 from __future__ import annotations
 

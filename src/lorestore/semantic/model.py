@@ -1,6 +1,7 @@
 """The local embedding model: wordllama's 256-dimension model, shipped inside its wheel and
-loaded from the package folder with downloads disabled, so nothing reaches the network. The
-model is loaded on first use (about a fifth of a second) and kept for the process."""
+read from the files in its package folder (or, should they move, by wordllama's own loader with
+downloads disabled), so nothing reaches the network. The model is loaded on first use (about a
+fifth of a second) and kept for the process."""
 
 from __future__ import annotations
 
