@@ -16,11 +16,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.conftest import approve_pending
 from tests.pg import Template
 
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
+    OrgBindParams,
+    OrgCreateParams,
     ReadParams,
     SearchParams,
     TokenCreateParams,
@@ -137,15 +140,36 @@ def test_a_write_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore
         )
 
     # Statement by statement a created lesson took 14 (BEGIN, 12 statements, COMMIT). Pipelined,
-    # it waits where it reads: the bindings; what the write decides on, read at once (its
-    # value's tombstones, the address, the rejected values on its ladder and the scope's keys
-    # that may look like its key: four waits until Transaction.address_reads, ten in all); the
-    # new key; the audit head; and the COMMIT. Neither its first session's row count nor the
-    # event's id is read back any more (each was one wait: seven before).
-    assert _round_trips(pg, create) <= 5
+    # it waits where it reads: the scope bindings with what the write decides on in the
+    # writer's own tenant, read at once (its value's tombstones, the address, the rejected
+    # values on its ladder and the scope's keys that may look like its key: four waits until
+    # Transaction.address_reads, ten in all, then one more for the bindings until
+    # Transaction.ask_bindings); the new key with the audit head, asked for alongside the
+    # insert (two waits until Transaction.ask_audit_head); and the COMMIT. Neither its first
+    # session's row count nor the event's id is read back any more (each was one wait).
+    assert _round_trips(pg, create) <= 3
     # Positive control: the write landed whole, read back through RLS, its audit chained.
     read = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="new"))
     assert read.lesson.value == "pin the cache key"
+
+
+def test_a_write_to_an_org_bound_scope_reads_again_once(pg: PostgresStore) -> None:
+    """What a write decides on is read in the writer's own tenant with the bindings; a scope
+    bound to an org costs one wait more, for the org's (tests/storage/
+    test_write_owner_guess.py holds that the org's rows decide)."""
+    service = LessonService(pg)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    approve_pending(pg)
+    service.memory_write(ALICE, WriteParams(scope="repo::acme/app", key="warm", value="warm up"))
+
+    def create(scope: str) -> None:
+        service.memory_write(ALICE, WriteParams(scope=scope, key="new", value="pin the cache"))
+
+    assert _round_trips(pg, lambda: create("repo::acme/app")) <= 4
+    assert _round_trips(pg, lambda: create("repo::alice/app")) <= 3  # the control: her own
+    read = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="new"))
+    assert read.lesson.owner.key == "org:acme"
 
 
 def _counts(pg_template: Template, pg_database: str) -> tuple[int, int, int]:

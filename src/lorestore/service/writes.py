@@ -42,7 +42,7 @@ from lorestore.core.validation import (
 from lorestore.models import DependencyRef, WriteParams, WriteResult
 from lorestore.service.base import ServiceBase, bounded, is_expired, version_of
 from lorestore.service.corrections import address_reads, look_alike, refuse_rejected
-from lorestore.storage.protocol import StoredLesson, Transaction
+from lorestore.storage.protocol import AddressReads, StoredLesson, Transaction
 
 # Lessons whose value, labels, expiry and archiving are a reviewer's: verified ones, and
 # disputed ones (withheld until a reviewer verifies or rejects them; disputing first is no
@@ -143,8 +143,13 @@ class WriteOperations(ServiceBase):
     def memory_write(self, actor: Actor, p: WriteParams) -> WriteResult:
         w = self._prepare_write(actor, p)
         with self.store.transaction(write=True, actor=actor.principal) as tx:
+            # Most writes land in the writer's own tenant: what the write decides on is read
+            # there together with the scope bindings (one wait where statements are pipelined),
+            # and read again only when a binding routes the scope to an org.
+            tx.ask_bindings(actor.principal)
+            guessed = self._decision_reads(tx, actor.owner, w)
             owner = self._owner_for(tx, actor, w.scope.text, write=True)
-            return self._apply_write(tx, actor, owner, w)
+            return self._apply_write(tx, actor, owner, w, guessed if owner == actor.owner else None)
 
     def _prepare_write(self, actor: Actor, p: WriteParams) -> PreparedWrite:
         """Authorise and validate a write: all of it that needs no transaction."""
@@ -187,18 +192,31 @@ class WriteOperations(ServiceBase):
             expires_at=format_ts(now_dt + timedelta(days=ttl)) if ttl else None,
         )
 
+    @staticmethod
+    def _decision_reads(tx: Transaction, owner: str, w: PreparedWrite) -> AddressReads:
+        """What a write at ``owner`` decides on, read with the owner's corrections locked
+        (shared: a rejection of this owner's waits until the write is done)."""
+        tx.lock_corrections(owner, exclusive=False)
+        return address_reads(tx, owner, w.scope, w.key, w.digests)
+
     def _apply_write(
-        self, tx: Transaction, actor: Actor, owner: str, w: PreparedWrite
+        self,
+        tx: Transaction,
+        actor: Actor,
+        owner: str,
+        w: PreparedWrite,
+        reads: AddressReads | None = None,
     ) -> WriteResult:
         """A prepared write in ``tx``, at ``owner``: the tombstone check first, then create,
-        count a sighting, version or propose."""
+        count a sighting, version or propose. ``reads``: ``_decision_reads`` at ``owner``,
+        when the caller made them already."""
         scope, key, value, tags, ttl = w.scope, w.key, w.value, w.tags, w.ttl
         valid_from, valid_to, session, source = w.valid_from, w.valid_to, w.session, w.source
         now, expires_at, depends_on = w.now, w.expires_at, w.depends_on
         digests = w.digests
         digest = digests[0]
-        tx.lock_corrections(owner, exclusive=False)
-        reads = address_reads(tx, owner, scope, key, digests)
+        if reads is None:
+            reads = self._decision_reads(tx, owner, w)
         refuse_rejected(tx, reads.tombstones, scope, digests)
         stored = reads.stored
         self._check_if_version(w.if_version, stored)
@@ -224,7 +242,10 @@ class WriteOperations(ServiceBase):
                 depends_on=depends_on or [],
                 trust=transition("candidate", "hold") if held else "candidate",
             )
-            pk = tx.insert_lesson(lesson, digest)
+            # The audit head is asked for with the insert: one wait for the new key and the
+            # head, the chain locked from there to the COMMIT (as when it was read later).
+            chain = lesson.owner.key
+            pk = tx.insert_lesson(lesson, digest, alongside=lambda: tx.ask_audit_head(chain))
             tx.insert_version(pk, version_of(lesson, digest, actor))
             if session:
                 tx.add_session(pk, digest, session, now)

@@ -130,8 +130,12 @@ class Transaction(WebhookTransaction, Protocol):
     def lessons_with_keys(self, owner: str, scope: str, keys: Sequence[str]) -> list[StoredLesson]:
         """The lessons at ``scope`` of ``owner`` holding any of ``keys``, archived or not."""
 
-    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
-        """Insert a new address; returns its internal key."""
+    def insert_lesson(
+        self, lesson: Lesson, value_digest: str, *, alongside: Callable[[], None] | None = None
+    ) -> int:
+        """Insert a new address; returns its internal key. ``alongside`` sends more statements
+        after the insert and before its key is read, so that a pipelined transaction answers
+        them in the same wait (a created lesson's audit head: ``ask_audit_head``)."""
 
     def save_lesson(
         self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None
@@ -255,6 +259,11 @@ class Transaction(WebhookTransaction, Protocol):
     def purge_recall_log(self, owner: str, cutoff: str) -> int:
         """Erase an owner's recall-log entries recorded before ``cutoff``; returns how many."""
 
+    def ask_audit_head(self, owner: str) -> None:
+        """Lock ``owner``'s audit chain and send the read of its head now; the next
+        ``last_audit_hash(owner)`` takes the answer. Where each statement is answered as it
+        runs (SQLite, whose writer holds the whole database), nothing: that call reads it."""
+
     def last_audit_hash(self, owner: str) -> str | None: ...
 
     def append_audit(self, event: dict[str, Any]) -> None:
@@ -280,6 +289,11 @@ class Transaction(WebhookTransaction, Protocol):
 
     def touch_token(self, token_id: str, at: str) -> None:
         """Record a use of the token."""
+
+    def ask_bindings(self, principal: str) -> None:
+        """Send the read of ``bindings_for(principal)`` now, for that call to take its answer:
+        in a pipelined transaction (PostgreSQL) it comes with the next read's wait. Elsewhere,
+        nothing: that call reads it."""
 
     def bindings_for(self, principal: str) -> list[Binding]:
         """Every scope binding, with ``principal``'s role in the bound org."""

@@ -7,7 +7,7 @@ functions that read the actor from the session."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -86,6 +86,18 @@ class PostgresTransaction(SQLTransaction):
         self._conn: psycopg.Connection[Row] = conn
         self._write = write
         self._pipeline = pipeline
+        self._asked: dict[tuple[str, str], psycopg.Cursor[Row]] = {}  # _ask
+        self._heads_asked: set[str] = set()  # ask_audit_head: the chains locked, heads asked
+
+    def _ask(self, name: str, params: dict[str, Any]) -> None:
+        self._asked[name, repr(sorted(params.items()))] = self._conn.execute(Q[name], params)
+
+    def _read(self, name: str, params: Any) -> psycopg.Cursor[Row]:
+        if self._asked and isinstance(params, dict):
+            asked = self._asked.pop((name, repr(sorted(params.items()))), None)
+            if asked is not None:
+                return asked
+        return self._conn.execute(Q[name], params)
 
     def _count(self, name: str, params: Any) -> int:
         # Pipelined, a statement's row count is known once the server has answered it.
@@ -94,8 +106,11 @@ class PostgresTransaction(SQLTransaction):
             self._pipeline.sync()
         return cursor.rowcount
 
-    def _inserted(self, name: str, params: Any) -> int:
-        row = self._conn.execute(Q[name], params).fetchone()
+    def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
+        inserted = self._conn.execute(Q[name], params)
+        if alongside is not None:
+            alongside()  # sent now, answered by the wait for the key
+        row = inserted.fetchone()
         assert row is not None  # the query's RETURNING names the one key column
         (key,) = row.values()
         return int(key)
@@ -124,9 +139,18 @@ class PostgresTransaction(SQLTransaction):
             # Two writers creating one address would both see it absent; the lock queues them.
             self._conn.execute(_LOCK, (f"lorestore.address:{owner}\x1f{scope}\x1f{key}",))
 
-    def last_audit_hash(self, owner: str) -> str | None:
-        # Concurrent writers of one owner would fork the chain; the lock keeps it linear.
+    def ask_audit_head(self, owner: str) -> None:
+        # Concurrent writers of one owner would fork the chain; the lock keeps it linear. The
+        # read runs after the lock is granted (statements run in order), so it sees the head
+        # the lock guards until this transaction ends.
         self._conn.execute(Q["lock_audit_chain"], {"owner": owner})
+        self._ask("last_audit_hash", {"owner": owner})
+        self._heads_asked.add(owner)
+
+    def last_audit_hash(self, owner: str) -> str | None:
+        if owner not in self._heads_asked:
+            self.ask_audit_head(owner)
+        self._heads_asked.discard(owner)
         return super().last_audit_hash(owner)
 
     def compact_search_index(self) -> None:

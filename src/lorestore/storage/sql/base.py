@@ -9,7 +9,7 @@ backend spelled its primitives out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from lorestore.storage.protocol import StoredLesson
@@ -90,8 +90,9 @@ class SQLBase:
         other text, where no row is the answer)."""
         raise NotImplementedError
 
-    def _inserted(self, name: str, params: Any) -> int:
-        """Run an insert; the key the database gave the new row."""
+    def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
+        """Run an insert; the key the database gave the new row. ``alongside`` runs after the
+        insert is sent and before its key is read (``Transaction.insert_lesson``)."""
         raise NotImplementedError
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
@@ -117,10 +118,20 @@ class SQLBase:
         return self._conn.execute(self.Q[name], params).rowcount
 
     def _one(self, name: str, params: Any) -> Any:
-        return self._conn.execute(self.Q[name], params).fetchone()
+        return self._read(name, params).fetchone()
 
     def _all(self, name: str, params: Any) -> list[Any]:
-        return self._conn.execute(self.Q[name], params).fetchall()
+        return self._read(name, params).fetchall()
+
+    def _ask(self, name: str, params: dict[str, Any]) -> None:
+        """Send a named read now, for the ``_one`` or ``_all`` of the same read to take its
+        answer: on PostgreSQL, whose transactions are pipelined (postgres/store.py), it then
+        comes with the next wait, whichever read that is for. On SQLite nothing is sent: the
+        read runs when it is read."""
+
+    def _read(self, name: str, params: Any) -> Cursor:
+        """The cursor of a named read: the one ``_ask`` sent, else the read run now."""
+        return self._conn.execute(self.Q[name], params)
 
     def _all_at_once(self, calls: Sequence[tuple[str, Any]]) -> list[list[Any]]:
         """Named reads sent before any is read: on PostgreSQL, whose transactions are

@@ -42,6 +42,9 @@ class TenancyPrimitives(SQLBase):
 
     # The audit log.
 
+    def ask_audit_head(self, owner: str) -> None:
+        """Nothing here: ``last_audit_hash`` reads it (PostgreSQL locks and asks early)."""
+
     def last_audit_hash(self, owner: str) -> str | None:
         row = self._one("last_audit_hash", {"owner": owner})
         return row["hash"] if row else None
@@ -98,6 +101,9 @@ class TenancyPrimitives(SQLBase):
 
     def touch_token(self, token_id: str, at: str) -> None:
         self._exec("touch_token", {"id": token_id, "at": at})
+
+    def ask_bindings(self, principal: str) -> None:
+        self._ask("bindings_for", {"principal": principal})
 
     def bindings_for(self, principal: str) -> list[Binding]:
         rows = self._all("bindings_for", {"principal": principal})
