@@ -132,8 +132,9 @@ class PostgresStore:
         The statements are pipelined: each is sent at once and the client waits on the
         server only where it needs an answer (a row read, a key returned, a count of rows
         changed) and once at the end, for the COMMIT; reads sent together are answered after
-        one wait (``SQLBase._all_at_once``). A created lesson, fourteen round trips statement
-        by statement (BEGIN, twelve statements, COMMIT), waits five times; the statements,
+        one wait (``SQLBase._all_at_once``), and a read asked for early (``SQLBase._ask``)
+        comes with the next wait. A created lesson, fourteen round trips statement by
+        statement (BEGIN, twelve statements, COMMIT), waits three times; the statements,
         the policies they run under and what they leave are the same. A statement that
         fails is reported at the next wait (at the latest by the COMMIT) and the whole
         transaction is rolled back."""
