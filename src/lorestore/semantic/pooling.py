@@ -64,22 +64,27 @@ class Pooler:
             ids_of[word] = [token.id for token in tokenize(word)]
         ids: list[int] = []
         ends: list[int] = []
+        lengths: list[int] = []
         for text in words:
+            start = len(ids)
             for word in text:
                 ids += ids_of[word]
             ends.append(len(ids))
+            lengths.append(max(len(ids) - start, 1))
         table = self._embedding
-        flat = np.clip(np.array(ids, dtype=np.intp), 0, table.shape[0] - 1)  # as wordllama
+        # Few numpy calls: each costs microseconds of dispatch, more when a write's other work
+        # has left the processor's caches cold (a text of five words took 0.14 ms in a write).
+        flat = np.array(ids, dtype=np.intp)
         sums = np.empty((len(texts), table.shape[1]), dtype=np.float32)
         start = 0
         # Text by text: a page's token rows at once would be hundreds of megabytes, and the
-        # rows of one text sum in the order wordllama's padded batch sums them.
+        # rows of one text sum in the order wordllama's padded batch sums them. Indices past
+        # the table are clipped to it, as wordllama does.
         for row, end in enumerate(ends):
-            table.take(flat[start:end], axis=0).sum(axis=0, out=sums[row])
+            table.take(flat[start:end], axis=0, mode="clip").sum(axis=0, out=sums[row])
             start = end
-        lengths = np.diff(np.array([0, *ends], dtype=np.float32))
-        sums /= np.maximum(lengths, 1.0)[:, np.newaxis]
-        sums /= np.linalg.norm(sums, axis=1, keepdims=True)
+        sums /= np.array(lengths, dtype=np.float32)[:, np.newaxis]
+        sums /= np.sqrt(np.add.reduce(sums * sums, axis=1, keepdims=True))  # np.linalg.norm's
         return sums
 
     def _text_words(self, text: str) -> list[str]:
