@@ -243,7 +243,8 @@ class WriteOperations(ServiceBase):
                 trust=transition("candidate", "hold") if held else "candidate",
             )
             # The audit head is asked for with the insert: one wait for the new key and the
-            # head, the chain locked from there to the COMMIT (as when it was read later).
+            # head. The owner's chain is locked from there to the COMMIT, through the version,
+            # session and vector inserts too (it was locked after them).
             chain = lesson.owner.key
             pk = tx.insert_lesson(lesson, digest, alongside=lambda: tx.ask_audit_head(chain))
             tx.insert_version(pk, version_of(lesson, digest, actor))
