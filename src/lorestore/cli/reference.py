@@ -6,6 +6,7 @@ docs/cli.md`` and ``python -m lorestore.cli.reference --index > src/lorestore/cl
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import typer
@@ -41,13 +42,18 @@ def _param_line(param: Any) -> str:
     return f"- {name} ({kind}): {help_text}".rstrip(": ")
 
 
-def render() -> str:
+def _top_commands() -> Iterator[tuple[str, Any]]:
+    """The tree's top-level commands and groups, in its order, each with its name."""
     # Typer vendors its own click; only the command tree's duck-typed API is used here.
     group: Any = typer.main.get_command(app)
-    parts = [HEADER]
     ctx = group.context_class(group)
     for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
+        yield name, group.get_command(ctx, name)
+
+
+def render() -> str:
+    parts = [HEADER]
+    for name, command in _top_commands():
         if hasattr(command, "list_commands"):
             if any(p.name != "help" for p in command.params):
                 _render_command(parts, name, command)  # the group's own action
@@ -70,13 +76,11 @@ def _render_command(parts: list[str], name: str, command: Any) -> None:
 def render_index() -> str:
     """cli/index.json: each command the group's page lists, in order, with the help it shows
     of it (cli/root.py)."""
-    group: Any = typer.main.get_command(app)
-    ctx = group.context_class(group)
-    rows = []
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        if not command.hidden:
-            rows.append([name, command.short_help or command.help or ""])
+    rows = [
+        [name, command.short_help or command.help or ""]
+        for name, command in _top_commands()
+        if not command.hidden
+    ]
     return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -87,14 +87,17 @@ class PostgresTransaction(SQLTransaction):
         self._write = write
         self._pipeline = pipeline
         self._asked: dict[tuple[str, str], psycopg.Cursor[Row]] = {}  # _ask
-        self._heads_asked: set[str] = set()  # ask_audit_head: the chains locked, heads asked
+
+    @staticmethod
+    def _asked_key(name: str, params: dict[str, Any]) -> tuple[str, str]:
+        return name, repr(sorted(params.items()))
 
     def _ask(self, name: str, params: dict[str, Any]) -> None:
-        self._asked[name, repr(sorted(params.items()))] = self._conn.execute(Q[name], params)
+        self._asked[self._asked_key(name, params)] = self._conn.execute(Q[name], params)
 
     def _read(self, name: str, params: Any) -> psycopg.Cursor[Row]:
         if self._asked and isinstance(params, dict):
-            asked = self._asked.pop((name, repr(sorted(params.items()))), None)
+            asked = self._asked.pop(self._asked_key(name, params), None)
             if asked is not None:
                 return asked
         return self._conn.execute(Q[name], params)
@@ -145,12 +148,10 @@ class PostgresTransaction(SQLTransaction):
         # the lock guards until this transaction ends.
         self._conn.execute(Q["lock_audit_chain"], {"owner": owner})
         self._ask("last_audit_hash", {"owner": owner})
-        self._heads_asked.add(owner)
 
     def last_audit_hash(self, owner: str) -> str | None:
-        if owner not in self._heads_asked:
-            self.ask_audit_head(owner)
-        self._heads_asked.discard(owner)
+        if self._asked_key("last_audit_hash", {"owner": owner}) not in self._asked:
+            self.ask_audit_head(owner)  # locked and asked now: the head is read next
         return super().last_audit_hash(owner)
 
     def compact_search_index(self) -> None:
