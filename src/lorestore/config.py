@@ -247,6 +247,18 @@ def completion_requested(env: Mapping[str, str] | None = None) -> bool:
     return "_LORESTORE_COMPLETE" in (os.environ if env is None else env)
 
 
+def help_look(env: Mapping[str, str] | None = None) -> tuple[int | None, bool | None]:
+    """The width and the forced terminal (or not) that Typer's help console takes from the
+    environment (``typer.rich_utils``: ``TERMINAL_WIDTH``; ``FORCE_COLOR``, ``PY_COLORS`` or
+    ``GITHUB_ACTIONS`` force one, ``_TYPER_FORCE_DISABLE_TERMINAL`` none), for the top page
+    that cli/toppage.py prints as Typer would. None: Rich's own choice."""
+    env = os.environ if env is None else env
+    width = env.get("TERMINAL_WIDTH")
+    forced = any(env.get(name) for name in ("GITHUB_ACTIONS", "FORCE_COLOR", "PY_COLORS"))
+    terminal = False if env.get("_TYPER_FORCE_DISABLE_TERMINAL") else (True if forced else None)
+    return (int(width) if width else None), terminal
+
+
 def _user(raw: str) -> str:
     from lorestore.core.owner import Owner
 

@@ -71,26 +71,39 @@ def test_the_command_list_flows_and_completion_is_offered(cli: Cli) -> None:
 
 
 def test_the_top_page_without_the_tree_is_the_trees_own(home: Path) -> None:
-    """`lorestore --help` and `lorestore` alone list the commands from cli/index.json without
-    building the tree (cli/root.py): through the console script, the same page, byte for byte,
-    and the same exit status as the whole tree prints (the control: a run of the tree itself,
-    through the same interpreter)."""
+    """`lorestore --help` and `lorestore` alone print the page from cli/index.json without
+    Typer or the tree (cli/toppage.py): through the console script, the same page, byte for
+    byte, and the same exit status as the whole tree prints (the control: a run of the tree
+    itself, through the same interpreter), at several widths, in colour and without."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LORESTORE_", "_LORESTORE"))}
-    env |= {"LORESTORE_HOME": str(home), "COLUMNS": "97", "TERM": "dumb"}
+    for name in ("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "TERMINAL_WIDTH", "NO_COLOR"):
+        env.pop(name, None)
+    env |= {"LORESTORE_HOME": str(home), "TERM": "dumb"}
     lorestore = str(Path(sys.executable).with_name("lorestore"))
     tree = "import sys; from lorestore.cli.main import main; sys.argv[0] = 'lorestore'; main()"
-    for args in (["--help"], []):
-        short, whole = (
-            subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
-            for command in ([lorestore, *args], [sys.executable, "-c", tree, *args])
-        )
-        assert "write" in whole.stdout + whole.stderr and "│ serve " in whole.stdout + whole.stderr
-        assert (short.returncode, short.stdout, short.stderr) == (
-            whole.returncode,
-            whole.stdout,
-            whole.stderr,
-        ), args
-    assert short.returncode == 2  # `lorestore` alone: the page, as a usage error
+    looks = [
+        {"COLUMNS": "97"},
+        {"COLUMNS": "40"},
+        {"COLUMNS": "200", "FORCE_COLOR": "1", "TERM": "xterm-256color"},
+        {"TERMINAL_WIDTH": "72", "PY_COLORS": "1"},
+        {"COLUMNS": "80", "FORCE_COLOR": "1", "_TYPER_FORCE_DISABLE_TERMINAL": "1"},
+    ]
+    coloured = False
+    for look in looks:
+        for args in (["--help"], []):
+            short, whole = (
+                subprocess.run(command, env=env | look, capture_output=True, text=True, timeout=60)
+                for command in ([lorestore, *args], [sys.executable, "-c", tree, *args])
+            )
+            assert "write" in whole.stdout and "serve" in whole.stdout
+            assert (short.returncode, short.stdout, short.stderr) == (
+                whole.returncode,
+                whole.stdout,
+                whole.stderr,
+            ), (look, args)
+            assert short.returncode == (2 if args == [] else 0)  # alone: as a usage error
+            coloured |= "\x1b[" in short.stdout
+    assert coloured  # the control: a look in colour was compared, with its styles
 
 
 def test_a_command_runs_in_a_tree_of_its_own_as_in_the_whole_tree() -> None:

@@ -1,7 +1,7 @@
 """The ``lorestore`` script's entry point. Some command lines skip the command tree (the
 catalog, its models and every command's options, cli/main.py): ``lorestore --version``,
 answered before anything else is imported; ``lorestore --help`` and ``lorestore`` alone, whose
-page lists the commands from an index (cli/root.py); ``lorestore mcp`` as hosts start it at
+page is printed from an index (cli/toppage.py); ``lorestore mcp`` as hosts start it at
 every session, which goes straight to the server (cli/stdio.py) with the same output and exit
 status; and ``lorestore hook EVENT --host H``, which a host runs as a cold process at every
 lifecycle event (hosts/hook.py). Every other one (and ``lorestore hook --help``) goes to the
@@ -19,30 +19,26 @@ def main() -> None:
 
         print(f"lorestore {__version__}")
         return
-    from lorestore.config import quiet_pydantic_plugins
+    from lorestore.config import completion_requested, quiet_pydantic_plugins
 
+    if args in ([], ["--help"]) and not completion_requested():
+        from lorestore.cli.toppage import show
+
+        if status := show(alone=not args):
+            raise SystemExit(status)
+        return
     quiet_pydantic_plugins()  # before the first model is built
-    if args in ([], ["--help"]):
-        from lorestore.config import completion_requested
-
-        if not completion_requested():  # completing a command's options needs the tree
-            from lorestore.cli.root import show_help
-
-            show_help()
-            return
     if args[:1] == ["hook"] and not {"--help", "-h"} & set(args):
         from lorestore.hosts.hook import main as hook
 
         hook(args[1:])
         return
-    if args == ["mcp"]:
-        from lorestore.config import completion_requested
+    # Completing a command's options needs the tree.
+    if args == ["mcp"] and not completion_requested():
+        from lorestore.cli.stdio import main_mcp
 
-        if not completion_requested():
-            from lorestore.cli.stdio import main_mcp
-
-            main_mcp()
-            return
+        main_mcp()
+        return
     from lorestore.cli.main import main as run
 
     run()

@@ -1,10 +1,11 @@
-"""Renders the CLI reference (docs/cli.md) and the index of commands (cli/index.json, what
-``lorestore --help`` lists without building the tree) from the command tree itself, so neither
+"""Renders the CLI reference (docs/cli.md) and the top page's index (cli/index.json, what
+``lorestore --help`` shows without building the tree) from the command tree itself, so neither
 can drift: a test regenerates both and compares. Run ``python -m lorestore.cli.reference >
 docs/cli.md`` and ``python -m lorestore.cli.reference --index > src/lorestore/cli/index.json``."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -74,14 +75,53 @@ def _render_command(parts: list[str], name: str, command: Any) -> None:
 
 
 def render_index() -> str:
-    """cli/index.json: each command the group's page lists, in order, with the help it shows
-    of it (cli/root.py)."""
-    rows = [
-        [name, command.short_help or command.help or ""]
-        for name, command in _top_commands()
-        if not command.hidden
-    ]
-    return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+    """cli/index.json: what the group's own page shows (cli/toppage.py), as Typer's help
+    shows it: the usage line, the help's first paragraph, each flag with its help and each
+    command with its help's first paragraph, in order. Raises for anything that page does not
+    render as Typer would (a help of several paragraphs, an option that is not a flag, a help
+    panel of its own, a deprecated command)."""
+    group: Any = typer.main.get_command(app)
+    ctx = group.context_class(group, info_name="lorestore")
+    help_text = inspect.cleandoc(group.help or "").partition("\f")[0]
+    _only(help_text.count("\n\n") == 0 and not help_text.startswith("\b"), "a one-paragraph help")
+    options = []
+    for param in group.get_params(ctx):
+        if param.hidden:
+            continue
+        _only(
+            param.is_flag and not param.secondary_opts and not param.required and not param.envvar,
+            f"flags (not {param.name})",
+        )
+        _only(not getattr(param, "rich_help_panel", None), "the default Options panel")
+        text = "\n".join(p.replace("\n", " ").strip() for p in (param.help or "").split("\n\n"))
+        options.append(
+            [
+                ",".join(o for o in param.opts if "--" in o),
+                ",".join(o for o in param.opts if "--" not in o),
+                text.strip(),
+            ]
+        )
+    commands = []
+    for name, command in _top_commands():
+        if command.hidden:
+            continue
+        _only(not command.deprecated, f"commands not deprecated (not {name})")
+        _only(not getattr(command, "rich_help_panel", None), "the default Commands panel")
+        first = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+        _only(not first.startswith("\b"), f"help without \\b (not {name}'s)")
+        commands.append([name, first.strip()])
+    page = {
+        "usage": group.get_usage(ctx),
+        "help": help_text.replace("\n", " ").strip(),
+        "options": options,
+        "commands": commands,
+    }
+    return json.dumps(page, indent=1, ensure_ascii=False) + "\n"
+
+
+def _only(ok: bool, what: str) -> None:
+    if not ok:
+        raise SystemExit(f"cli/toppage.py shows {what} only: render it there, then regenerate")
 
 
 if __name__ == "__main__":
