@@ -239,9 +239,30 @@ def test_a_read_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore)
         lesson = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="k")).lesson
         found.append(lesson.value)
 
-    # Statement by statement: BEGIN, the actor, the bindings, the lesson, COMMIT.
-    assert _round_trips(pg, read) <= 3
+    # Statement by statement: BEGIN, the actor, the bindings, the lesson, COMMIT. The lesson
+    # in the reader's own tenant is read with the bindings (service/reads.py), then COMMIT.
+    assert _round_trips(pg, read) <= 2
     assert found == ["a lesson"]  # positive control: the read is answered
+
+
+def test_a_read_of_an_org_bound_scope_reads_again_once(pg: PostgresStore) -> None:
+    """A scope bound to an org costs a read one wait more, for the org's lesson
+    (tests/storage/test_write_owner_guess.py holds that the org's is the one answered)."""
+    service = LessonService(pg)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    approve_pending(pg)
+    for scope in ("repo::acme/app", "repo::alice/app"):
+        service.memory_write(ALICE, WriteParams(scope=scope, key="k", value=f"held in {scope}"))
+    found: list[str] = []
+
+    def read(scope: str) -> None:
+        lesson = service.memory_read(ALICE, ReadParams(scope=scope, key="k")).lesson
+        found.append(f"{lesson.owner.key}: {lesson.value}")
+
+    assert _round_trips(pg, lambda: read("repo::acme/app")) <= 3
+    assert _round_trips(pg, lambda: read("repo::alice/app")) <= 2  # the control: her own
+    assert found == ["org:acme: held in repo::acme/app", "user:alice: held in repo::alice/app"]
 
 
 def test_a_tokens_lookup_waits_on_the_server_once(pg: PostgresStore) -> None:

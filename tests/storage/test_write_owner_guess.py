@@ -1,8 +1,9 @@
 """A write reads what it decides on in the writer's own tenant together with the scope
 bindings (service/writes.py, memory_write), and reads it again when a binding routes the scope
 to an org: what the writer holds in their own tenant at the same address (a lesson, a
-rejected value) never decides an org write, and the org's own rows do. On both backends,
-through the service."""
+rejected value) never decides an org write, and the org's own rows do. A read guesses the
+same way (service/reads.py, memory_read): the reader's own lesson at an org-bound address is
+never the answer. On both backends, through the service."""
 
 from __future__ import annotations
 
@@ -62,3 +63,19 @@ def test_an_org_write_decides_on_the_orgs_rows_not_the_writers_own(store: Store)
     with store.transaction(write=False, actor=ALICE.principal) as tx:
         own = tx.lesson_at("user:alice", SCOPE, KEY)
     assert own is not None and (own.lesson.value, own.lesson.version) == ("deploy on fridays", 2)
+
+
+def test_a_read_of_an_org_bound_address_never_answers_the_readers_own(store: Store) -> None:
+    service = LessonService(store)
+    assert _write(service, "deploy from main") == "created user:alice v1"
+    read = service.memory_read(ALICE, ReadParams(scope=SCOPE, key=KEY))
+    assert read.lesson.owner.key == "user:alice"  # the control: before the binding, hers
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    approve_pending(store)
+    with pytest.raises(LorestoreError) as missing:  # the org holds nothing there
+        service.memory_read(ALICE, ReadParams(scope=SCOPE, key=KEY))
+    assert missing.value.code == "not_found"
+    assert _write(service, "deploy on fridays") == "created org:acme v1"
+    read = service.memory_read(ALICE, ReadParams(scope=SCOPE, key=KEY))
+    assert (read.lesson.owner.key, read.lesson.value) == ("org:acme", "deploy on fridays")

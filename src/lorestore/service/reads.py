@@ -88,6 +88,11 @@ class ReadOperations(ServiceBase):
         as_of = normalise_ts(p.as_of, field="as_of")
         valid_at = normalise_ts(p.valid_at, field="valid_at")
         with self.store.transaction(write=False, actor=actor.principal) as tx:
+            # Most addresses are the reader's own: the lesson there is read together with
+            # the scope bindings (one wait where statements are pipelined), and read again
+            # only when a binding routes the scope to an org.
+            tx.ask_bindings(actor.principal)
+            tx.ask_lesson_at(actor.owner, scope, key)
             owner = self._owner_for(tx, actor, scope, write=False)
             stored = tx.lesson_at(owner, scope, key)
             if stored is None or not is_served(stored.lesson, self._now()):

@@ -124,6 +124,11 @@ class LessonFilter:
 class Transaction(WebhookTransaction, Protocol):
     """Primitives available inside one store transaction."""
 
+    def ask_lesson_at(self, owner: str, scope: str, key: str) -> None:
+        """Send the read of ``lesson_at(owner, scope, key)`` now, for that call to take its
+        answer: in a pipelined transaction (PostgreSQL) it comes with the next read's wait.
+        Elsewhere, nothing: that call reads it."""
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         """The lesson at an address, archived or not; None when absent."""
 

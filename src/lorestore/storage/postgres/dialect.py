@@ -133,8 +133,15 @@ class PostgresTransaction(SQLTransaction):
         lock = _LOCK if exclusive else _SHARED_LOCK
         self._conn.execute(lock, (f"lorestore.corrections:{owner}",))
 
+    def ask_lesson_at(self, owner: str, scope: str, key: str) -> None:
+        self._lock_address(owner, scope, key)  # the read runs after the lock, as below
+        super().ask_lesson_at(owner, scope, key)
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
-        self._lock_address(owner, scope, key)
+        if self._asked_key("lesson_at", {"owner": owner, "scope": scope, "key": key}) not in (
+            self._asked
+        ):
+            self._lock_address(owner, scope, key)  # asked: locked when it was asked
         return super().lesson_at(owner, scope, key)
 
     def _lock_address(self, owner: str, scope: str, key: str) -> None:

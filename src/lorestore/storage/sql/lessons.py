@@ -81,6 +81,9 @@ class LessonPrimitives(SQLBase):
 
     # Lessons and their versions.
 
+    def ask_lesson_at(self, owner: str, scope: str, key: str) -> None:
+        self._ask("lesson_at", {"owner": owner, "scope": scope, "key": key})
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
         return self._stored_doc(row) if row else None
