@@ -21,6 +21,7 @@ def main() -> None:
         return
     from lorestore.config import completion_requested, quiet_pydantic_plugins
 
+    # Completing a command's options needs the tree (here and for `mcp` below).
     if args in ([], ["--help"]) and not completion_requested():
         from lorestore.cli.toppage import show
 
@@ -33,7 +34,6 @@ def main() -> None:
 
         hook(args[1:])
         return
-    # Completing a command's options needs the tree.
     if args == ["mcp"] and not completion_requested():
         from lorestore.cli.stdio import main_mcp
 

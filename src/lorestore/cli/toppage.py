@@ -104,18 +104,20 @@ def show(*, alone: bool) -> int:
     options, negative, types = _Options(), _NegativeOptions(), _Types()
     console = _console(options)
     console.print(Padding(options(index["usage"]), 1), style=USAGE_COMMAND)
-    help_text = options(Text.from_markup(index["help"]))
-    console.print(Padding(Align(Group(help_text), pad=False), (0, 1, 1, 1)))
+    about = options(Text.from_markup(index["help"]))
+    console.print(Padding(Align(Group(about), pad=False), (0, 1, 1, 1)))
 
+    # Typer's six columns: long and short names, their negative forms (none for a flag
+    # without one), the type (none for a flag) and the help.
     flags = _table(highlight=True)
-    for long, short, help_text in index["options"]:
+    for long, short, said in index["options"]:
         flags.add_row(
             options(long),
             options(short),
             negative(""),
             negative(""),
             types(Text(style=THEME["types"], overflow="fold")),
-            Columns([options(Text.from_markup(help_text))]),
+            Columns([options(Text.from_markup(said))]),
         )
     console.print(Panel(flags, border_style=PANEL_BORDER, title="Options", title_align="left"))
 
@@ -123,8 +125,8 @@ def show(*, alone: bool) -> int:
     width = max((len(name) for name, _ in index["commands"]), default=0)
     commands.add_column(style=COMMAND_NAME, no_wrap=True, width=width)
     commands.add_column("Description", justify="left", no_wrap=False, ratio=10)
-    for name, help_text in index["commands"]:
-        commands.add_row(Text(name), options(Text.from_markup(help_text)))
+    for name, said in index["commands"]:
+        commands.add_row(Text(name), options(Text.from_markup(said)))
     console.print(Panel(commands, border_style=PANEL_BORDER, title="Commands", title_align="left"))
     if alone:
         return 2
