@@ -95,6 +95,11 @@ class PostgresTransaction(SQLTransaction):
     def _ask(self, name: str, params: dict[str, Any]) -> None:
         self._asked[self._asked_key(name, params)] = self._conn.execute(Q[name], params)
 
+    def _was_asked(self, name: str, params: dict[str, Any]) -> bool:
+        """Whether ``_ask`` sent this read and its answer is not taken yet (no key is built
+        when nothing was asked: most reads)."""
+        return bool(self._asked) and self._asked_key(name, params) in self._asked
+
     def _read(self, name: str, params: Any) -> psycopg.Cursor[Row]:
         if self._asked and isinstance(params, dict):
             asked = self._asked.pop(self._asked_key(name, params), None)
@@ -138,8 +143,8 @@ class PostgresTransaction(SQLTransaction):
         super().ask_lesson_at(owner, scope, key)
 
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
-        if self._asked_key("lesson_at", {"owner": owner, "scope": scope, "key": key}) not in (
-            self._asked
+        if self._write and not self._was_asked(
+            "lesson_at", {"owner": owner, "scope": scope, "key": key}
         ):
             self._lock_address(owner, scope, key)  # asked: locked when it was asked
         return super().lesson_at(owner, scope, key)
@@ -157,7 +162,7 @@ class PostgresTransaction(SQLTransaction):
         self._ask("last_audit_hash", {"owner": owner})
 
     def last_audit_hash(self, owner: str) -> str | None:
-        if self._asked_key("last_audit_hash", {"owner": owner}) not in self._asked:
+        if not self._was_asked("last_audit_hash", {"owner": owner}):
             self.ask_audit_head(owner)  # locked and asked now: the head is read next
         return super().last_audit_hash(owner)
 
