@@ -4,14 +4,16 @@ one reused connection (``one``: the latency a remote-mode tool call pays), 16 co
 clients reading (``reads``), and 16 clients mixing writes and searches (``mixed``). Each
 client has its own write token (one agent per token). A fixed number of requests and a time
 limit per phase; reports throughput, p50/p95/p99 per kind, the error count, which must be
-zero, and the server process's CPU time (user + system, from /proc) per request: on a machine
-whose cores the load generator shares, the figure its load disturbs least.
+zero, and the server's CPU time (user + system, from /proc, its worker processes included)
+per request: on a machine whose cores the load generator shares, the figure its load disturbs
+least.
 
     .venv/bin/python benchmarks/load_http.py                     # all three phases
     .venv/bin/python benchmarks/load_http.py --phases one,reads  # some of them
     .venv/bin/python benchmarks/load_http.py --json              # machine-readable
     .venv/bin/python benchmarks/load_http.py --postgres URL      # PostgreSQL (the app role)
     .venv/bin/python benchmarks/load_http.py --client raw        # a lighter load generator
+    .venv/bin/python benchmarks/load_http.py --workers 2         # serve --workers 2
 """
 
 from __future__ import annotations
@@ -94,9 +96,10 @@ def prepare(env: dict[str, str], clients: int, seed_lessons: int) -> list[str]:
     return tokens
 
 
-def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def start_server(env: dict[str, str], port: int, workers: int = 1) -> subprocess.Popen[bytes]:
+    command = [str(EXE), "serve", "--host", HOST, "--port", str(port), "--no-admin-token"]
     server = subprocess.Popen(
-        [str(EXE), "serve", "--host", HOST, "--port", str(port), "--no-admin-token"],
+        command if workers == 1 else [*command, "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -213,13 +216,20 @@ def calibration_us() -> float:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of process ``pid`` so far (Linux /proc; None elsewhere)."""
+    """User + system CPU time so far of process ``pid`` and the processes it started (the
+    server's workers) (Linux /proc; None elsewhere)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        children = [
+            int(child)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for child in (task / "children").read_text().split()
+        ]
     except OSError:
         return None
     # After the command's name: state is field 3; utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_seconds(child) or 0.0 for child in children)
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -304,6 +314,7 @@ def main() -> None:
         default="httpx",
         help="httpx (as remote mode sends), or raw: HTTP/1.1 by hand, a lighter generator",
     )
+    parser.add_argument("--workers", type=int, default=1, help="of lorestore serve (1)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
@@ -320,7 +331,7 @@ def main() -> None:
         for p in phases
     ]
     backend = "postgresql" if args.database_url else "sqlite (embedded)"
-    backend += f", {args.client} clients"
+    backend += f", {args.client} clients, {args.workers} worker process(es)"
     results, calibration = [], [calibration_us()]
     with tempfile.TemporaryDirectory(prefix="lorestore-load-") as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
@@ -331,7 +342,7 @@ def main() -> None:
         # over from one phase into the next and refuse its requests.
         tokens = prepare(env, sum(p.clients for p in phases), args.seed_lessons)
         port = free_port()
-        server = start_server(env, port)
+        server = start_server(env, port, args.workers)
         try:
             url = f"http://{HOST}:{port}"
             for phase in phases:

@@ -13,7 +13,7 @@ import pytest
 from tests.serving import Server, agent_server
 
 from lorestore.transports.http.client import RemoteClient
-from lorestore.transports.http.server import _listen
+from lorestore.transports.http.server import bind
 from lorestore.transports.http.streaming_client import StreamingClient
 
 
@@ -30,7 +30,7 @@ def _accepted(listener: socket.socket) -> bool:
 
 
 def test_the_servers_accepted_connections_do_not_wait_for_acks() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as plain, _listen("127.0.0.1", 0) as listener:
+    with socket.create_server(("127.0.0.1", 0)) as plain, bind("127.0.0.1", 0) as listener:
         assert not _accepted(plain)  # the default: Nagle on, which stalled every request
         assert _accepted(listener)
 

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
 from lorestore.core.errors import LorestoreError
 from lorestore.models import AuditVerifyResult
 from lorestore.web import chains
-from lorestore.web.chains import ChainChecks, ChainRun
+from lorestore.web.chains import ChainChecks, ChainLedger, ChainRun
 
 
-def finished(run: ChainRun) -> ChainRun:
+def finished(checks: ChainChecks, token: str) -> ChainRun:
     deadline = time.monotonic() + 10
-    while run.running:
+    while (run := checks.latest(token)) is None or run.running:
         assert time.monotonic() < deadline, "the run did not finish"
         time.sleep(0.005)
     return run
@@ -31,16 +32,31 @@ def test_a_run_is_shown_running_then_with_its_result_and_runs_once_at_a_time() -
         return AuditVerifyResult(ok=True, chains=[])
 
     run = checks.start("t1", verify)
-    assert run.running and checks.latest("t1") is run
-    assert checks.start("t1", verify) is run  # asked again while it runs: the same run
+    assert run.running and checks.latest("t1") == run
+    assert checks.start("t1", verify) == run  # asked again while it runs: the same run
     assert checks.latest("t2") is None  # another token's page shows none of it
     gate.set()
-    assert finished(run).result == AuditVerifyResult(ok=True, chains=[])
-    assert run.error is None and run.seconds is not None and run.finished_at
+    done = finished(checks, "t1")
+    assert done.id == run.id and done.result == AuditVerifyResult(ok=True, chains=[])
+    assert done.error is None and done.seconds is not None and done.finished_at
     again = checks.start("t1", verify)  # asked after it finished: a new run
-    assert again is not run
-    finished(again)
+    assert again.id != run.id and again.running
+    finished(checks, "t1")
     assert calls == [1, 1]
+
+
+def test_a_finished_run_does_not_replace_a_newer_one() -> None:
+    ledger = ChainLedger()
+    first, new = ledger.begin("t1")
+    assert new
+    ledger.finish("t1", replace(first, finished_at="2026-12-05T00:00:00Z"))
+    second, new = ledger.begin("t1")
+    assert new and second.id != first.id
+    ledger.finish("t1", replace(first, finished_at="2026-12-05T00:00:01Z"))  # late, stale
+    assert ledger.latest("t1") == second  # control: finishing the current one is kept
+    ledger.finish("t1", replace(second, finished_at="2026-12-05T00:00:02Z"))
+    latest = ledger.latest("t1")
+    assert latest is not None and latest.finished_at == "2026-12-05T00:00:02Z"
 
 
 @pytest.mark.parametrize(
@@ -56,7 +72,9 @@ def test_an_error_is_kept_for_the_page_not_lost_in_the_thread(
     def verify() -> AuditVerifyResult:
         raise raised
 
-    run = finished(ChainChecks().start("t1", verify))
+    checks = ChainChecks()
+    checks.start("t1", verify)
+    run = finished(checks, "t1")
     assert run.result is None and run.error == shown
 
 
@@ -64,6 +82,7 @@ def test_the_oldest_tokens_runs_are_forgotten(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(chains, "KEPT", 2)
     checks = ChainChecks()
     for token in ("t1", "t2", "t3"):
-        finished(checks.start(token, lambda: AuditVerifyResult(ok=True, chains=[])))
+        checks.start(token, lambda: AuditVerifyResult(ok=True, chains=[]))
+        finished(checks, token)
     assert checks.latest("t1") is None
     assert checks.latest("t2") is not None and checks.latest("t3") is not None

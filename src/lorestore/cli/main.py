@@ -199,6 +199,16 @@ def serve_command(
             help="auto (readable lines at a terminal, JSON when piped), json or text",
         ),
     ] = "auto",
+    workers: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="worker processes serving the port, 1-64: more answer more requests at once "
+            "on a machine with more cores (PostgreSQL: each opens its own pool)",
+            min=1,
+            max=64,
+        ),
+    ] = 1,
 ) -> None:
     """Serve MCP (streamable HTTP, /mcp) and REST (/api/v1, OpenAPI) on the local store, with
     bearer tokens, the maintenance schedule and request logs on stderr."""
@@ -212,6 +222,7 @@ def serve_command(
             port=port,
             admin_token=not no_admin_token,
             log_format=log_format,
+            workers=workers,
         )
     except LorestoreError as error:
         raise _fail(error, False) from None

@@ -29,7 +29,7 @@ from lorestore.models import Result
 from lorestore.operations import BY_NAME
 from lorestore.service import LessonService
 from lorestore.transports.http.errors import status_of
-from lorestore.web.chains import ChainChecks
+from lorestore.web.chains import ChainChecks, ChainLedger
 from lorestore.web.render import render
 from lorestore.web.sessions import Session, SessionStore
 
@@ -87,13 +87,36 @@ class Context:
 Handler = Callable[[Context], Awaitable[Response]]
 
 
+@dataclass(frozen=True, slots=True)
+class DashboardState:
+    """What the dashboard keeps between requests: the sign-in sessions and the chain
+    verifications. This process's own, unless a server with several worker processes hands
+    each the same (their proxies, transports/http/workers.py): any worker may answer any
+    request of a session."""
+
+    sessions: SessionStore
+    chains: ChainLedger
+
+    @classmethod
+    def local(cls, settings: Settings) -> DashboardState:
+        lifetime = timedelta(hours=settings.dashboard_session_hours)
+        return cls(SessionStore(lifetime), ChainLedger())
+
+
 class Dashboard:
     """Sessions, the origin every request must name, and the guard around each handler."""
 
-    def __init__(self, service: LessonService, settings: Settings, origin: str) -> None:
+    def __init__(
+        self,
+        service: LessonService,
+        settings: Settings,
+        origin: str,
+        state: DashboardState | None = None,
+    ) -> None:
         self.service = service
-        self.sessions = SessionStore(timedelta(hours=settings.dashboard_session_hours))
-        self.chain_checks = ChainChecks()
+        state = state or DashboardState.local(settings)
+        self.sessions = state.sessions
+        self.chain_checks = ChainChecks(state.chains)
         self.origin = origin.rstrip("/")
         parts = urlsplit(self.origin)
         default = 443 if parts.scheme == "https" else 80
@@ -260,12 +283,18 @@ def _local(target: str) -> str:
     return target
 
 
-def dashboard_routes(service: LessonService, settings: Settings, origin: str) -> list[BaseRoute]:
+def dashboard_routes(
+    service: LessonService,
+    settings: Settings,
+    origin: str,
+    state: DashboardState | None = None,
+) -> list[BaseRoute]:
     """The dashboard's routes, which the server lists after its REST and MCP routes: only
-    these paths are the dashboard's, so an API path keeps its own 404 and 405 answers."""
+    these paths are the dashboard's, so an API path keeps its own 404 and 405 answers.
+    ``state``: the sessions and verifications (this process's own when None)."""
     from lorestore.web import actions, pages  # the handlers need Context, defined above
 
-    board = Dashboard(service, settings, origin)
+    board = Dashboard(service, settings, origin, state)
     routes: list[BaseRoute] = [
         Route("/", board.root, methods=["GET"]),
         Route("/signin", board.signin_form, methods=["GET"]),

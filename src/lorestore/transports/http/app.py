@@ -26,6 +26,7 @@ from lorestore.core.errors import LorestoreError
 from lorestore.ingest.models import WEBHOOK_PATH
 from lorestore.service import LessonService
 from lorestore.service.maintenance import Maintenance
+from lorestore.transports import settle_heap
 from lorestore.transports.http import AGENT_HEADER, API_PREFIX, OPENAPI_PATH, SESSION_HEADER
 from lorestore.transports.http.auth import BearerAuth, actor_of
 from lorestore.transports.http.errors import error_response
@@ -41,7 +42,7 @@ from lorestore.transports.lorekit.mount import LoreKitMount
 from lorestore.transports.mcp.streamable_http import StreamableHTTPEndpoint
 from lorestore.transports.threads import size_worker_threads
 from lorestore.web import is_dashboard_path
-from lorestore.web.app import dashboard_routes
+from lorestore.web.app import DashboardState, dashboard_routes
 
 # The dashboard's origin when neither LORESTORE_DASHBOARD_ORIGIN nor the serve address says it.
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
@@ -159,10 +160,18 @@ def _authenticates_itself(path: str) -> bool:
 
 
 def build_app(
-    service: LessonService, settings: Settings, *, origin: str | None = None
+    service: LessonService,
+    settings: Settings,
+    *,
+    origin: str | None = None,
+    dashboard_state: DashboardState | None = None,
+    worker: bool = False,
 ) -> Starlette:
     """The application; ``settings.maintenance_hours`` None leaves maintenance to cron.
-    ``origin`` is the address served (the dashboard's origin unless the settings name one)."""
+    ``origin`` is the address served (the dashboard's origin unless the settings name one).
+    ``worker``: one of a server's worker processes (transports/http/workers.py), which closes
+    its store when it stops and settles its heap once started; the dashboard's state is then
+    the one ``dashboard_state`` all workers share."""
     mcp = StreamableHTTPEndpoint(service, actor_of, max_request_bytes=settings.max_request_bytes)
     lorekit = LoreKitMount(service, max_request_bytes=settings.max_request_bytes)
     dashboard_origin = settings.dashboard_origin or origin or DEFAULT_ORIGIN
@@ -176,8 +185,12 @@ def build_app(
                     Maintenance(service).run, sweep_plan(settings), principal=settings.principal
                 )
                 tasks.start_soon(run_schedule, run, settings.maintenance_hours)
+            if worker:
+                settle_heap()
             yield
             tasks.cancel_scope.cancel()
+        if worker:
+            service.store.close()
 
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
@@ -188,7 +201,7 @@ def build_app(
         Mount(LOREKIT_MOUNT, app=lorekit.app),
         *webhook_routes(service),
         # The dashboard at / (its own paths only: the API's keep their answers).
-        *dashboard_routes(service, settings, dashboard_origin),
+        *dashboard_routes(service, settings, dashboard_origin, dashboard_state),
     ]
     return Starlette(
         routes=routes,

@@ -8,11 +8,12 @@ and closes the store, then exits 0.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lorestore.auth.actor import local_actor
 from lorestore.config import Settings
@@ -29,6 +30,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 SHUTDOWN_GRACE_SECONDS = 30
 FIRST_ADMIN_NAME = "admin (first start)"
+MAX_WORKERS = 64
 
 
 def bootstrap_token(service: LessonService, principal: str) -> str | None:
@@ -92,10 +94,17 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(
-    settings: Settings, *, host: str, port: int, admin_token: bool, log_format: str = "auto"
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    admin_token: bool,
+    log_format: str = "auto",
+    workers: int = 1,
 ) -> None:
     """Serve until stopped. ``log_format`` ``auto`` writes readable log lines when stderr is a
-    terminal (a person, who must not lose the banner's token among JSON) and JSON otherwise."""
+    terminal (a person, who must not lose the banner's token among JSON) and JSON otherwise.
+    ``workers`` above 1 serves from that many processes (transports/http/workers.py)."""
     import uvicorn
 
     from lorestore.composition import build_service
@@ -103,39 +112,70 @@ def serve(
     from lorestore.transports.http.app import build_app
     from lorestore.transports.http.logs import log_config
 
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started:  # listening: only now is the URL true and a token worth minting
-                token = bootstrap_token(service, settings.principal) if admin_token else None
-                announce(_origin(host, port), token)
-                settle_heap()  # everything start-up keeps is loaded by now
-
+    if not 1 <= workers <= MAX_WORKERS:
+        raise LorestoreError(
+            "invalid_argument",
+            f"--workers {workers} is not between 1 and {MAX_WORKERS}",
+            hint="one process per core is a good start (this machine's cores: "
+            f"{os.cpu_count() or 'unknown'})",
+        )
     chosen_format = _log_format(log_format)  # before anything opens: bad input changes nothing
     # Listen first: a port that is taken ends here, before the application starts (and with
     # it the maintenance sweep, which would otherwise change the store of a server that never
     # served).
-    listener = _listen(host, port)
-    port = listener.getsockname()[1]
+    if workers > 1:
+        from lorestore.transports.http.workers import listeners
+
+        sockets = listeners(host, port, workers)
+    else:
+        sockets = [bind(host, port)]
+    port = sockets[0].getsockname()[1]
+    origin = _origin(host, port)
     service = build_service(settings)
+
+    def ready() -> None:
+        token = bootstrap_token(service, settings.principal) if admin_token else None
+        announce(origin, token)
+
+    config: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_config": log_config(log_format=chosen_format),
+        "access_log": False,
+        "server_header": False,
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_SECONDS,
+        "lifespan": "on",
+    }
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # listening: only now is the URL true and a token worth minting
+                ready()
+                settle_heap()  # everything start-up keeps is loaded by now
+
     previous = signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
-        config = uvicorn.Config(
-            build_app(service, settings, origin=_origin(host, port)),
-            host=host,
-            port=port,
-            log_config=log_config(log_format=chosen_format),
-            access_log=False,
-            server_header=False,
-            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
-            lifespan="on",
-        )
-        Server(config).run(sockets=[listener])
+        if workers > 1:
+            from lorestore.transports.http.workers import serve_workers
+
+            serve_workers(
+                service,
+                settings,
+                sockets=sockets,
+                origin=origin,
+                config=config,
+                ready=ready,
+            )
+        else:
+            app = build_app(service, settings, origin=origin)
+            Server(uvicorn.Config(app, **config)).run(sockets=sockets)
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        listener.close()
+        for sock in sockets:
+            sock.close()
         service.store.close()
         sys.stdout.flush()
 
@@ -157,11 +197,14 @@ def _log_format(chosen: str) -> LogFormat:
     return "json" if chosen == "json" else "text"
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port``; ``config_error`` with the fix when it cannot be."""
+def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A listening socket on ``host:port``; ``config_error`` with the fix when it cannot be.
+    ``reuse_port``: one of a group of sockets on the port (transports/http/workers.py)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        listener = socket.create_server((host, port), family=family, backlog=2048)
+        listener = socket.create_server(
+            (host, port), family=family, backlog=2048, reuse_port=reuse_port
+        )
         # Each accepted connection inherits the option (Linux, BSD, macOS): see NO_DELAY.
         listener.setsockopt(*NO_DELAY)
         return listener
