@@ -7,11 +7,13 @@ something listens on is refused, even by a group of SO_REUSEPORT sockets it coul
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,9 +57,21 @@ def mint(permission: str) -> str:
     return token
 
 
+def start(home: Path, *args: str, **env: str) -> Server:
+    """``serve --workers 2`` once every worker serves: when the supervisor prints its banner
+    (one worker answering /healthz is not yet all of them)."""
+    server = Server(home, "--no-admin-token", "--workers", "2", *args, **env)
+    assert server.process.stdout is not None
+    banner = server.process.stdout.readline()
+    if not banner.startswith("lorestore serving"):
+        server.stop()
+        raise AssertionError(f"no banner: {banner!r}\n{server.stderr}")
+    return server
+
+
 @pytest.fixture
 def served(home: Path, backend: dict[str, str]) -> Iterator[Server]:
-    server = Server(home, "--no-admin-token", "--workers", "2", **backend)
+    server = start(home, **backend)
     try:
         yield server
     finally:
@@ -169,9 +183,7 @@ def test_a_dashboard_session_and_its_verification_hold_on_every_worker(served: S
 
 def test_a_tokens_request_budget_is_one_across_workers(home: Path, backend: dict[str, str]) -> None:
     token = mint("read")
-    server = Server(
-        home, "--no-admin-token", "--workers", "2", LORESTORE_RATE_LIMIT="20", **backend
-    )
+    server = start(home, LORESTORE_RATE_LIMIT="20", **backend)
     try:
         statuses = Counter(
             server.call("POST", "/api/v1/token_current", token, json={}).status_code
@@ -183,24 +195,40 @@ def test_a_tokens_request_budget_is_one_across_workers(home: Path, backend: dict
     assert 0 < statuses[200] <= 20, statuses  # the limit, not twice it
 
 
-def test_maintenance_runs_once_and_sigterm_stops_every_worker(
-    home: Path, backend: dict[str, str]
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_maintenance_runs_once_and_a_signal_stops_every_worker(
+    home: Path, backend: dict[str, str], stop: signal.Signals
 ) -> None:
-    server = Server(
-        home, "--no-admin-token", "--workers", "2", "--log-format", "json",
-        LORESTORE_MAINTENANCE_HOURS="24", **backend,
-    )  # fmt: skip
+    server = start(home, "--log-format", "json", LORESTORE_MAINTENANCE_HOURS="24", **backend)
     spawned = [  # multiprocessing's resource tracker, which outlives its parent a moment, aside
         pid
         for pid in children(server.process.pid)
         if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
     assert len(spawned) == 3  # two workers and the dashboard's state
-    assert server.stop(signal.SIGTERM) == 0
+    assert server.stop(stop) == 0
     assert not [pid for pid in spawned if Path(f"/proc/{pid}").exists()]
     events = [r.get("event") for r in server.log_records()]
     assert events.count("maintenance") == 1, events
     assert events.count("Application shutdown complete.") == 2  # each worker finished
+
+
+def test_a_worker_that_dies_is_replaced_on_its_socket(served: Server) -> None:
+    token = mint("read")
+    before = held_by_process(served, "0A")
+    victim, its_socket = next(iter(before.items()))
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 60  # a deadline for a broken supervisor, not a timing
+    while (after := held_by_process(served, "0A")).keys() == before.keys() or len(after) < 2:
+        assert time.monotonic() < deadline, f"no worker replaced {victim}: {after}"
+        time.sleep(0.1)
+    assert victim not in after
+    assert its_socket in after.values()  # the new worker listens on the dead one's socket
+    answers = [
+        served.call("POST", "/api/v1/token_current", token, json={}).status_code
+        for _ in range(FRESH)
+    ]
+    assert answers == [200] * FRESH
 
 
 def test_a_port_a_reuse_port_group_listens_on_is_refused(home: Path) -> None:

@@ -165,8 +165,8 @@ class _Supervisor:
         self.sockets = sockets
         self.stopping = threading.Event()
 
-    def run(self, ready: Callable[[], None]) -> bool:
-        """Serve until stopped; False when the workers did not all start."""
+    def run(self, ready: Callable[[], None]) -> str | None:
+        """Serve until stopped; why not, when a worker could not start."""
         from uvicorn.config import STARTUP_FAILURE
         from uvicorn.supervisors.multiprocess import Process
 
@@ -182,7 +182,9 @@ class _Supervisor:
         processes = [spawn(sock) for sock in self.sockets]
         try:
             if not all(p.wait_until_ready(READY_SECONDS, self.stopping) for p in processes):
-                return self.stopping.is_set()  # stopped while starting is no failure
+                if self.stopping.is_set():  # stopped while starting is no failure
+                    return None
+                return f"the {len(processes)} worker processes did not all start"
             ready()
             while not self.stopping.wait(0.5):
                 for i, process in enumerate(processes):
@@ -191,15 +193,14 @@ class _Supervisor:
                     process.kill()  # dead, or hung: replaced
                     process.join()
                     if process.exitcode == STARTUP_FAILURE:  # a replacement that cannot start
-                        LOG.error("worker process %s could not start: stopping", process.pid)
-                        return False
+                        return f"worker process {process.pid} could not start"
                     LOG.warning(
                         "worker process %s ended (exit code %s): replaced",
                         process.pid,
                         process.exitcode,
                     )
                     processes[i] = spawn(self.sockets[i])
-            return True
+            return None
         finally:
             for process in processes:
                 process.terminate()
