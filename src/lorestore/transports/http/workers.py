@@ -142,15 +142,15 @@ def serve_workers(
             run = partial(Maintenance(service).run, plan, principal=settings.principal)
             schedule = Schedule(run, settings.maintenance_hours)
             schedule.start()
-        started = supervisor.run(ready)
+        failure = supervisor.run(ready)
     finally:
         if schedule is not None:
             schedule.stop()
         shared.shutdown()
-    if not started:
+    if failure is not None:
         raise LorestoreError(
             "internal",
-            f"the {len(sockets)} worker processes did not all start",
+            failure,
             hint="the log above says why; `lorestore serve` without --workers runs in one process",
         )
 
