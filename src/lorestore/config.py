@@ -52,6 +52,8 @@ WEBHOOK_EVENTS = ("pull_request_review_comment", "pull_request_review", "issue_c
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})
 OFF_WORDS = frozenset({"off", "false", "no", "0"})
 ON_WORDS = frozenset({"on", "true", "yes", "1"})
+# `lorestore serve --workers`: at most this many processes (transports/http/workers.py).
+MAX_WORKERS = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from lorestore.cli.portable import export_command
 from lorestore.cli.reindex import reindex_command
 from lorestore.cli.render import confirmation, failure, make_console, render
 from lorestore.cli.root import root_app
-from lorestore.config import load_settings
+from lorestore.config import MAX_WORKERS, load_settings
 from lorestore.core.errors import LorestoreError
 from lorestore.operations import CLI_GROUPS, Operation, on_surface
 
@@ -203,10 +203,11 @@ def serve_command(
         int,
         typer.Option(
             metavar="N",
-            help="worker processes serving the port, 1-64: more answer more requests at once "
-            "on a machine with more cores (PostgreSQL: each opens its own pool)",
+            help=f"worker processes serving the port, 1-{MAX_WORKERS}: more answer more "
+            "requests at once on a machine with more cores (PostgreSQL: each opens its own "
+            "pool)",
             min=1,
-            max=64,
+            max=MAX_WORKERS,
         ),
     ] = 1,
 ) -> None:

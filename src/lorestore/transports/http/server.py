@@ -16,7 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from lorestore.auth.actor import local_actor
-from lorestore.config import Settings
+from lorestore.config import MAX_WORKERS, Settings
 from lorestore.core.errors import LorestoreError
 from lorestore.core.timestamps import format_ts
 from lorestore.models import NoParams, TokenCreateParams
@@ -30,7 +30,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 SHUTDOWN_GRACE_SECONDS = 30
 FIRST_ADMIN_NAME = "admin (first start)"
-MAX_WORKERS = 64
 
 
 def bootstrap_token(service: LessonService, principal: str) -> str | None:
