@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
-from tests.serving import EXE, Server, base_env, free_port
+from tests.serving import EXE, Server, base_env, free_port, mcp_client
 
 from lorestore.auth.actor import local_actor
 from lorestore.composition import build_service
@@ -64,7 +65,7 @@ def start(home: Path, *args: str, **env: str) -> Server:
     server = Server(home, "--no-admin-token", "--workers", "2", *args, **env)
     assert server.process.stdout is not None
     banner = server.process.stdout.readline()
-    if not banner.startswith("lorestore serving"):
+    if not banner.startswith(f"lorestore serving {server.url} from 2 worker processes"):
         server.stop()
         raise AssertionError(f"no banner: {banner!r}\n{server.stderr}")
     return server
@@ -136,6 +137,25 @@ def test_each_worker_listens_on_its_own_socket_and_connections_spread(served: Se
     finally:
         for client in clients:
             client.close()
+
+
+def test_mcp_sessions_write_and_read_whichever_worker_answers(served: Server) -> None:
+    token = mint("write")
+
+    async def session(n: int) -> Any:
+        async with mcp_client(served.url, token) as client:
+            args = {"scope": "global", "key": f"mcp-{n}", "value": f"written over MCP {n}"}
+            assert not (await client.call_tool("memory_write", args)).is_error
+        async with mcp_client(served.url, token) as client:  # another connection
+            read = await client.call_tool("memory_read", {"scope": "global", "key": f"mcp-{n}"})
+            return (read.structured_content or {})["lesson"]["value"]
+
+    async def sessions() -> list[Any]:
+        return [await session(n) for n in range(8)]
+
+    # 16 MCP sessions, each on a connection of its own: both workers answer some of them
+    # (P(not) = 2^-15, as the spread of REST clients above).
+    assert anyio.run(sessions) == [f"written over MCP {n}" for n in range(8)]
 
 
 def fresh(server: Server, method: str, path: str, session: str, **kw: Any) -> httpx2.Response:

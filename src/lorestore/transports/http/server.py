@@ -48,10 +48,10 @@ def bootstrap_token(service: LessonService, principal: str) -> str | None:
     return created.token
 
 
-def announce(url: str, token: str | None) -> None:
+def announce(url: str, token: str | None, workers: int = 1) -> None:
     """For the person who started the server; stdout, apart from the JSON logs on stderr."""
     lines = [
-        f"lorestore serving {url}",
+        f"lorestore serving {url}" + (f" from {workers} worker processes" if workers > 1 else ""),
         f"  MCP (streamable HTTP): {url}/mcp",
         f"  REST: {url}{API_PREFIX}/<operation>   OpenAPI: {url}{OPENAPI_PATH}",
         f"  Dashboard: {url}/ (sign in with a review or admin token)",
@@ -134,7 +134,7 @@ def serve(
 
     def ready() -> None:
         token = bootstrap_token(service, settings.principal) if admin_token else None
-        announce(origin, token)
+        announce(origin, token, workers)
 
     config: dict[str, Any] = {
         "host": host,
