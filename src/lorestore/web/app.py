@@ -114,7 +114,8 @@ class Dashboard:
         state: DashboardState | None = None,
     ) -> None:
         self.service = service
-        state = state or DashboardState.local(settings)
+        if state is None:
+            state = DashboardState.local(settings)
         self.sessions = state.sessions
         self.chain_checks = ChainChecks(state.chains)
         self.origin = origin.rstrip("/")
