@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -22,6 +23,9 @@ from tests.pg import Template
 from lorestore.auth.actor import local_actor
 from lorestore.core.errors import LorestoreError
 from lorestore.models import (
+    AuditParams,
+    ListParams,
+    NoParams,
     OrgBindParams,
     OrgCreateParams,
     ReadParams,
@@ -144,13 +148,22 @@ def test_a_write_waits_on_the_server_a_bounded_number_of_times(pg: PostgresStore
     # writer's own tenant, read at once (its value's tombstones, the address, the rejected
     # values on its ladder and the scope's keys that may look like its key: four waits until
     # Transaction.address_reads, ten in all, then one more for the bindings until
-    # Transaction.ask_bindings); the new key with the audit head, asked for alongside the
-    # insert (two waits until Transaction.ask_audit_head); and the COMMIT. Neither its first
+    # Transaction.ask_bindings), and with them the audit head and a key for the new lesson
+    # (the key was read back from the insert, with the head, in a wait of its own until
+    # migration 0044 and Transaction.ask_new_lesson_key); and the COMMIT. Neither its first
     # session's row count nor the event's id is read back any more (each was one wait).
-    assert _round_trips(pg, create) <= 3
-    # Positive control: the write landed whole, read back through RLS, its audit chained.
+    assert _round_trips(pg, create) <= 2
+
+    def change() -> None:  # a new version: one wait more, for its number (max_version)
+        service.memory_write(
+            ALICE, WriteParams(scope="repo::acme/app", key="new", value="pin the cache keys")
+        )
+
+    assert _round_trips(pg, change) <= 3
+    # Positive control: the writes landed whole, read back through RLS, their audit chained.
     read = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="new"))
-    assert read.lesson.value == "pin the cache key"
+    assert read.lesson.value == "pin the cache keys" and read.lesson.version == 2
+    assert service.audit_verify(ALICE, NoParams()).ok
 
 
 def test_a_write_to_an_org_bound_scope_reads_again_once(pg: PostgresStore) -> None:
@@ -166,8 +179,8 @@ def test_a_write_to_an_org_bound_scope_reads_again_once(pg: PostgresStore) -> No
     def create(scope: str) -> None:
         service.memory_write(ALICE, WriteParams(scope=scope, key="new", value="pin the cache"))
 
-    assert _round_trips(pg, lambda: create("repo::acme/app")) <= 4
-    assert _round_trips(pg, lambda: create("repo::alice/app")) <= 3  # the control: her own
+    assert _round_trips(pg, lambda: create("repo::acme/app")) <= 3
+    assert _round_trips(pg, lambda: create("repo::alice/app")) <= 2  # the control: her own
     read = service.memory_read(ALICE, ReadParams(scope="repo::acme/app", key="new"))
     assert read.lesson.owner.key == "org:acme"
 
@@ -283,3 +296,53 @@ def test_a_tokens_lookup_waits_on_the_server_once(pg: PostgresStore) -> None:
     with pytest.raises(LorestoreError) as refused:  # a revoked one is refused at once
         service.authenticate(created.token)
     assert refused.value.code == "unauthenticated"
+
+
+def test_concurrent_writers_of_one_owner_keep_one_chain_and_never_deadlock(
+    pg_template: Template, pg_database: str
+) -> None:
+    """The audit chain is locked in a write's first wait (after its address, as every writer
+    locks them) and a new lesson's key reserved there: eight writers at once, creating,
+    changing and re-sighting lessons of one owner, some in an org-bound scope (whose write
+    also locks the writer's own chain first), all land, each with its event, on one linear
+    chain per owner."""
+    store = PostgresStore(pg_template.app_url(pg_database), min_size=1, max_size=8)
+    service = LessonService(store, rate_limit=None)
+    service.org_create(ALICE, OrgCreateParams(slug="acme"))
+    service.org_bind(ALICE, OrgBindParams(org="acme", pattern="repo::acme/*"))
+    approve_pending(store)
+    errors: list[BaseException] = []
+    writes = 0
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        nonlocal writes
+        try:
+            for i in range(12):
+                scope = "repo::acme/app" if i % 3 == 0 else "repo::alice/app"
+                key = f"shared-{i % 4}" if i % 2 else f"own-{n}-{i}"  # shared keys collide
+                value = f"writer {n} write {i}" if i % 4 else "the same value"
+                service.memory_write(ALICE, WriteParams(scope=scope, key=key, value=value))
+                with lock:
+                    writes += 1
+        except BaseException as exc:  # reported below, with the rest
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert errors == [] and writes == 96
+        verified = service.audit_verify(ALICE, NoParams())
+        assert verified.ok, verified
+        events = service.memory_audit(ALICE, AuditParams(limit=500)).events
+        assert len(events) >= 96 + 2  # each write's event, the org's creation and its binding
+        # Positive control: both owners' lessons are there, read through RLS.
+        own = service.memory_list(ALICE, ListParams(scope="repo::alice/app", limit=200))
+        org = service.memory_list(ALICE, ListParams(scope="repo::acme/app", limit=200))
+        assert own.lessons and org.lessons
+        assert {lesson.owner.key for lesson in org.lessons} == {"org:acme"}
+    finally:
+        store.close()

@@ -6,7 +6,7 @@ and ``look_alike`` decide on what it read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lorestore.core import tombstones
 from lorestore.core.errors import LorestoreError
@@ -54,11 +54,23 @@ def look_alike(key: str, value: str, reads: AddressReads, *, new_address: bool) 
 
 
 def address_reads(
-    tx: Transaction, owner: str, scope: Scope, key: str, digests: Sequence[str]
+    tx: Transaction,
+    owner: str,
+    scope: Scope,
+    key: str,
+    digests: Sequence[str],
+    alongside: Callable[[], None] | None = None,
 ) -> AddressReads:
     """``Transaction.address_reads`` for a write of a value of these ``digests`` at
     (``scope``, ``key``): the ladder and the key's skeleton its checks ask about."""
     ladder = sorted(tombstones.ladder(scope))
+    skeleton = key_skeleton(key)
     return tx.address_reads(
-        owner, scope.text, key, digests=list(digests), ladder=ladder, skeleton=key_skeleton(key)
+        owner,
+        scope.text,
+        key,
+        digests=list(digests),
+        ladder=ladder,
+        skeleton=skeleton,
+        alongside=alongside,
     )

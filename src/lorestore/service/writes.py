@@ -195,9 +195,18 @@ class WriteOperations(ServiceBase):
     @staticmethod
     def _decision_reads(tx: Transaction, owner: str, w: PreparedWrite) -> AddressReads:
         """What a write at ``owner`` decides on, read with the owner's corrections locked
-        (shared: a rejection of this owner's waits until the write is done)."""
+        (shared: a rejection of this owner's waits until the write is done). With the reads
+        go, in the same wait, the owner's audit head (its chain locked, after the address, as
+        every writer locks them) and a key for a lesson the write may create: the rows the
+        write then sends need no answer before its COMMIT (two waits on PostgreSQL)."""
         tx.lock_corrections(owner, exclusive=False)
-        return address_reads(tx, owner, w.scope, w.key, w.digests)
+        chain = Owner.parse(owner).key
+
+        def alongside() -> None:
+            tx.ask_audit_head(chain)
+            tx.ask_new_lesson_key()
+
+        return address_reads(tx, owner, w.scope, w.key, w.digests, alongside)
 
     def _apply_write(
         self,

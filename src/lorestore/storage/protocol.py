@@ -132,6 +132,12 @@ class Transaction(WebhookTransaction, Protocol):
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         """The lesson at an address, archived or not; None when absent."""
 
+    def ask_new_lesson_key(self) -> None:
+        """Reserve now the key the next ``insert_lesson`` of this transaction gives its lesson,
+        so that the insert need not wait for the key (PostgreSQL: a value of the key sequence,
+        answered with the next read's wait; one not used is a gap in the keys). Elsewhere
+        nothing: the insert reports the key it got."""
+
     def lessons_with_keys(self, owner: str, scope: str, keys: Sequence[str]) -> list[StoredLesson]:
         """The lessons at ``scope`` of ``owner`` holding any of ``keys``, archived or not."""
 
@@ -497,15 +503,17 @@ class Transaction(WebhookTransaction, Protocol):
         digests: Sequence[str],
         ladder: Sequence[str],
         skeleton: str,
+        alongside: Callable[[], None] | None = None,
     ) -> AddressReads:
-        """What a write at an address decides on, read at once (one wait on PostgreSQL, where
-        it took four): the owner's live tombstones of the value's ``digests`` (any scope, as
-        ``live_tombstones``); the lesson at the address (as ``lesson_at``, the address locked
-        for this transaction); the values the live tombstones at the ``ladder``'s scopes hold
-        (a rejected lesson's or a rejected revision's, read from its versions), each with its
-        lesson's key; and the keys of the scope that may look like a key of this ``skeleton``
-        (``key_skeleton``: the one equal to it in ASCII case, and every non-ASCII key). The
-        caller compares."""
+        """What a write at an address decides on, read at once (one wait on PostgreSQL,
+        where it took four): the owner's live tombstones of the value's ``digests`` (any
+        scope, as ``live_tombstones``); the lesson at the address (as ``lesson_at``, the
+        address locked for this transaction); the values the live tombstones at the
+        ``ladder``'s scopes hold (a rejected lesson's or a rejected revision's, read from its
+        versions), each with its lesson's key; and the keys of the scope that may look like a
+        key of this ``skeleton`` (``key_skeleton``: the one equal to it in ASCII case, and
+        every non-ASCII key). The caller compares. ``alongside`` sends more in the same wait,
+        after the address's lock."""
 
     def live_tombstones(self, owner: str, digests: Sequence[str]) -> list[Tombstone]:
         """The owner's live tombstones of any of these digests, at any scope, oldest

@@ -87,6 +87,7 @@ class PostgresTransaction(SQLTransaction):
         self._write = write
         self._pipeline = pipeline
         self._asked: dict[tuple[str, str], psycopg.Cursor[Row]] = {}  # _ask
+        self._reserved: psycopg.Cursor[Row] | None = None  # ask_new_lesson_key
 
     @staticmethod
     def _asked_key(name: str, params: dict[str, Any]) -> tuple[str, str]:
@@ -114,7 +115,20 @@ class PostgresTransaction(SQLTransaction):
             self._pipeline.sync()
         return cursor.rowcount
 
+    def ask_new_lesson_key(self) -> None:
+        if self._write and self._reserved is None:
+            self._reserved = self._conn.execute(Q["reserve_lesson_key"])
+
     def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
+        if name == "insert_lesson" and self._reserved is not None:  # ask_new_lesson_key
+            reserved, self._reserved = self._reserved, None
+            row = reserved.fetchone()  # answered by the wait it was sent before
+            assert row is not None
+            key = int(row["pk"])
+            self._conn.execute(Q["insert_lesson_at"], {**params, "pk": key})
+            if alongside is not None:
+                alongside()
+            return key
         inserted = self._conn.execute(Q[name], params)
         if alongside is not None:
             alongside()  # sent now, answered by the wait for the key
@@ -158,6 +172,8 @@ class PostgresTransaction(SQLTransaction):
         # Concurrent writers of one owner would fork the chain; the lock keeps it linear. The
         # read runs after the lock is granted (statements run in order), so it sees the head
         # the lock guards until this transaction ends.
+        if self._was_asked("last_audit_hash", {"owner": owner}):
+            return  # locked, and its answer not taken yet
         self._conn.execute(Q["lock_audit_chain"], {"owner": owner})
         self._ask("last_audit_hash", {"owner": owner})
 

@@ -4,7 +4,7 @@ ids, and inserts that keep what the store already holds. A dialect adds the two 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lorestore.storage.protocol import (
@@ -59,8 +59,11 @@ class BulkPrimitives(SQLBase):
         digests: Sequence[str],
         ladder: Sequence[str],
         skeleton: str,
+        alongside: Callable[[], None] | None = None,
     ) -> AddressReads:
         self._lock_address(owner, scope, key)
+        if alongside is not None:
+            alongside()
         tombs, at, rejected, keys = self._all_at_once(
             [
                 ("live_tombstones", {"owner": owner, "digests": self._array(digests)}),

@@ -84,6 +84,9 @@ class LessonPrimitives(SQLBase):
     def ask_lesson_at(self, owner: str, scope: str, key: str) -> None:
         self._ask("lesson_at", {"owner": owner, "scope": scope, "key": key})
 
+    def ask_new_lesson_key(self) -> None:
+        """Nothing here: the insert reports its key (PostgreSQL reserves one early)."""
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
         return self._stored_doc(row) if row else None

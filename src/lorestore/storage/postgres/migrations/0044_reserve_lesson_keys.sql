@@ -1,0 +1,21 @@
+-- 0044_reserve_lesson_keys.sql
+--
+-- Why: a write that creates a lesson waited on the server for the new row's key (its
+--   RETURNING) before it could send the lesson's version, session and vector rows, which
+--   reference it: one of a write's three waits (about 0.26 ms each on loopback). Reserved in
+--   the write's first wait (nextval of the lessons' key sequence, sent with the reads the write
+--   decides on), the key is known before the insert, and the insert and every row after it go
+--   out together with the COMMIT: two waits.
+-- What changes: lorestore_app may take values from the sequence behind lessons.pk (USAGE:
+--   nextval and currval, not setval). A value taken and not used is a gap in the keys, as a
+--   rolled-back insert leaves.
+-- Tenancy: unchanged. A key says nothing of whose row it is; every row is still checked by
+--   the lessons' policies on insert (WITH CHECK on owner), whatever key it carries.
+-- Compatibility: the previous release inserts with the column's default, as it did; this
+--   release inserts reserved keys with OVERRIDING SYSTEM VALUE.
+-- Verify: has_sequence_privilege('lorestore_app', pg_get_serial_sequence('public.lessons',
+--   'pk'), 'USAGE') is true; tests/storage/test_postgres_round_trips.py counts two waits for
+--   a write that creates a lesson.
+
+-- The sequence PostgreSQL made for the identity column of migration 0001.
+GRANT USAGE ON SEQUENCE lessons_pk_seq TO lorestore_app;
