@@ -120,22 +120,26 @@ class PostgresTransaction(SQLTransaction):
             self._reserved = self._conn.execute(Q["reserve_lesson_key"])
 
     def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
-        if name == "insert_lesson" and self._reserved is not None:  # ask_new_lesson_key
-            reserved, self._reserved = self._reserved, None
-            row = reserved.fetchone()  # answered by the wait it was sent before
-            assert row is not None
-            key = int(row["pk"])
-            self._conn.execute(Q["insert_lesson_at"], {**params, "pk": key})
-            if alongside is not None:
-                alongside()
-            return key
+        key = None
+        if name == "insert_lesson":  # under the key reserved for it, else the sequence's next
+            key = self._reserved_key()
+            params = {**params, "pk": key}
         inserted = self._conn.execute(Q[name], params)
         if alongside is not None:
-            alongside()  # sent now, answered by the wait for the key
+            alongside()  # sent now, answered by the wait for the key (or the next one)
+        if key is not None:
+            return key  # reserved: nothing to wait for
         row = inserted.fetchone()
         assert row is not None  # the query's RETURNING names the one key column
-        (key,) = row.values()
-        return int(key)
+        (returned,) = row.values()
+        return int(returned)
+
+    def _reserved_key(self) -> int | None:
+        """The key ``ask_new_lesson_key`` reserved (its answer came with a wait since), taken
+        once; None when none was."""
+        reserved, self._reserved = self._reserved, None
+        row = None if reserved is None else reserved.fetchone()
+        return None if row is None else int(row["pk"])
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
         rows = list(params)

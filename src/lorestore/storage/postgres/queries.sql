@@ -8,34 +8,24 @@ SELECT * FROM lesson_rows WHERE owner = %(owner)s AND scope = %(scope)s AND key 
 SELECT * FROM lesson_rows WHERE owner = %(owner)s AND scope = %(scope)s AND key = ANY (%(keys)s);
 
 -- name: insert_lesson
--- Create the served row of a new address.
-INSERT INTO lessons (id, owner, scope, key, value, value_digest, tags, kind, trust, status,
-    version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
+-- Create the served row of a new address, under the key reserved for it beforehand
+-- (reserve_lesson_key: nothing to wait for) or, given none, the sequence's next.
+INSERT INTO lessons (pk, id, owner, scope, key, value, value_digest, tags, kind, trust,
+    status, version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
     archived_at, expires_at, source, depends_on, review, ext, pending_version)
-VALUES (%(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s,
-    %(tags)s::jsonb, %(kind)s, %(trust)s, %(status)s, %(version)s, %(seen_count)s,
-    %(valid_from)s::timestamptz, %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz,
-    %(created_at)s::timestamptz, %(updated_at)s::timestamptz, %(archived_at)s::timestamptz,
-    %(expires_at)s::timestamptz, %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb,
-    %(ext)s::jsonb, %(pending_version)s)
+OVERRIDING SYSTEM VALUE
+VALUES (COALESCE(%(pk)s::bigint, nextval('lessons_pk_seq')), %(id)s::uuid, %(owner)s,
+    %(scope)s, %(key)s, %(value)s, %(value_digest)s, %(tags)s::jsonb, %(kind)s, %(trust)s,
+    %(status)s, %(version)s, %(seen_count)s, %(valid_from)s::timestamptz,
+    %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz, %(created_at)s::timestamptz,
+    %(updated_at)s::timestamptz, %(archived_at)s::timestamptz, %(expires_at)s::timestamptz,
+    %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb, %(ext)s::jsonb,
+    %(pending_version)s)
 RETURNING pk;
 
 -- name: reserve_lesson_key
 -- The key the next new lesson will take (migration 0044), reserved before its insert.
 SELECT nextval('lessons_pk_seq') AS pk;
-
--- name: insert_lesson_at
--- insert_lesson with a key reserved beforehand (reserve_lesson_key): nothing to wait for.
-INSERT INTO lessons (pk, id, owner, scope, key, value, value_digest, tags, kind, trust,
-    status, version, seen_count, valid_from, valid_to, recorded_at, created_at, updated_at,
-    archived_at, expires_at, source, depends_on, review, ext, pending_version)
-OVERRIDING SYSTEM VALUE
-VALUES (%(pk)s, %(id)s::uuid, %(owner)s, %(scope)s, %(key)s, %(value)s, %(value_digest)s,
-    %(tags)s::jsonb, %(kind)s, %(trust)s, %(status)s, %(version)s, %(seen_count)s,
-    %(valid_from)s::timestamptz, %(valid_to)s::timestamptz, %(recorded_at)s::timestamptz,
-    %(created_at)s::timestamptz, %(updated_at)s::timestamptz, %(archived_at)s::timestamptz,
-    %(expires_at)s::timestamptz, %(source)s::jsonb, %(depends_on)s::jsonb, %(review)s::jsonb,
-    %(ext)s::jsonb, %(pending_version)s);
 
 -- name: save_lesson
 -- Overwrite the served row of an address; its versions live in lesson_versions.
