@@ -251,11 +251,9 @@ class WriteOperations(ServiceBase):
                 depends_on=depends_on or [],
                 trust=transition("candidate", "hold") if held else "candidate",
             )
-            # The audit head is asked for with the insert: one wait for the new key and the
-            # head. The owner's chain is locked from there to the COMMIT, through the version,
-            # session and vector inserts too (it was locked after them).
-            chain = lesson.owner.key
-            pk = tx.insert_lesson(lesson, digest, alongside=lambda: tx.ask_audit_head(chain))
+            # Its key was reserved, and the audit head asked for, with the reads above: the
+            # insert and every row after it go with the COMMIT (_decision_reads).
+            pk = tx.insert_lesson(lesson, digest)
             tx.insert_version(pk, version_of(lesson, digest, actor))
             if session:
                 tx.add_session(pk, digest, session, now)

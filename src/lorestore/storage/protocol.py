@@ -141,12 +141,9 @@ class Transaction(WebhookTransaction, Protocol):
     def lessons_with_keys(self, owner: str, scope: str, keys: Sequence[str]) -> list[StoredLesson]:
         """The lessons at ``scope`` of ``owner`` holding any of ``keys``, archived or not."""
 
-    def insert_lesson(
-        self, lesson: Lesson, value_digest: str, *, alongside: Callable[[], None] | None = None
-    ) -> int:
-        """Insert a new address; returns its internal key. ``alongside`` sends more statements
-        after the insert and before its key is read, so that a pipelined transaction answers
-        them in the same wait (a created lesson's audit head: ``ask_audit_head``)."""
+    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
+        """Insert a new address; returns its internal key (the one ``ask_new_lesson_key``
+        reserved, when it did: then nothing waits for it)."""
 
     def save_lesson(
         self, pk: int, lesson: Lesson, value_digest: str, pending_version: int | None = None

@@ -7,7 +7,7 @@ functions that read the actor from the session."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -119,14 +119,12 @@ class PostgresTransaction(SQLTransaction):
         if self._write and self._reserved is None:
             self._reserved = self._conn.execute(Q["reserve_lesson_key"])
 
-    def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
+    def _inserted(self, name: str, params: Any) -> int:
         key = None
         if name == "insert_lesson":  # under the key reserved for it, else the sequence's next
             key = self._reserved_key()
             params = {**params, "pk": key}
         inserted = self._conn.execute(Q[name], params)
-        if alongside is not None:
-            alongside()  # sent now, answered by the wait for the key (or the next one)
         if key is not None:
             return key  # reserved: nothing to wait for
         row = inserted.fetchone()

@@ -9,7 +9,7 @@ backend spelled its primitives out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from lorestore.storage.protocol import StoredLesson
@@ -90,9 +90,8 @@ class SQLBase:
         other text, where no row is the answer)."""
         raise NotImplementedError
 
-    def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
-        """Run an insert; the key the database gave the new row. ``alongside`` runs after the
-        insert is sent and before its key is read (``Transaction.insert_lesson``)."""
+    def _inserted(self, name: str, params: Any) -> int:
+        """Run an insert; the key the new row got."""
         raise NotImplementedError
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:

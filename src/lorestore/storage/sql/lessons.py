@@ -4,7 +4,7 @@ of many lessons (list, search, review queue, sweeps) and recall's candidates."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -95,11 +95,9 @@ class LessonPrimitives(SQLBase):
         params = {"owner": owner, "scope": scope, "keys": self._array(keys)}
         return [self._stored_doc(r) for r in self._all("lessons_with_keys", params)]
 
-    def insert_lesson(
-        self, lesson: Lesson, value_digest: str, *, alongside: Callable[[], None] | None = None
-    ) -> int:
+    def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
         params = lesson_params(lesson, value_digest, None)
-        pk = self._inserted("insert_lesson", params, alongside)
+        pk = self._inserted("insert_lesson", params)
         self._embed([(pk, lesson)])
         return pk
 

@@ -90,11 +90,9 @@ class SQLiteTransaction(SQLTransaction):
         # lesson of the owner to find a trust few have; browse_by_trust names lessons_by_trust.
         return self._all("browse_by_trust", params)
 
-    def _inserted(self, name: str, params: Any, alongside: Callable[[], None] | None = None) -> int:
+    def _inserted(self, name: str, params: Any) -> int:
         key = self._conn.execute(Q[name], params).lastrowid
         assert key is not None
-        if alongside is not None:
-            alongside()
         return key
 
     def _executemany(self, name: str, params: Iterable[Any]) -> None:
