@@ -2,8 +2,9 @@
 anyio's default thread limiter, sized at start to what the store serves best
 (``Store.concurrent_calls``: two on SQLite, whose calls hold the GIL; the pool's connections
 on PostgreSQL). Calls that may take seconds or minutes (an import reading its body from the
-network, the maintenance sweeps, a catalog operation marked ``long_running``) take their own
-limiter instead, so they never hold every turn of the short requests."""
+network, a catalog operation marked ``long_running``) take their own limiter instead, so they
+never hold every turn of the short requests (the maintenance sweeps run in a thread of their
+own: transports/http/scheduler.py)."""
 
 from __future__ import annotations
 

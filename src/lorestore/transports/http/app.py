@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
-import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -20,12 +18,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from lorestore import __version__
-from lorestore.composition import sweep_plan
 from lorestore.config import Settings
 from lorestore.core.errors import LorestoreError
 from lorestore.ingest.models import WEBHOOK_PATH
 from lorestore.service import LessonService
-from lorestore.service.maintenance import Maintenance
 from lorestore.transports import settle_heap
 from lorestore.transports.http import AGENT_HEADER, API_PREFIX, OPENAPI_PATH, SESSION_HEADER
 from lorestore.transports.http.auth import BearerAuth, actor_of
@@ -34,7 +30,6 @@ from lorestore.transports.http.limits import BodyLimit
 from lorestore.transports.http.logs import REQUEST_LOG, RequestLog
 from lorestore.transports.http.openapi import openapi_document
 from lorestore.transports.http.rest import rest_routes, self_authenticating
-from lorestore.transports.http.scheduler import run_schedule
 from lorestore.transports.http.streaming import STREAMED_BODIES, streaming_routes
 from lorestore.transports.http.webhook import webhook_routes
 from lorestore.transports.lorekit import MOUNT as LOREKIT_MOUNT
@@ -167,7 +162,7 @@ def build_app(
     dashboard_state: DashboardState | None = None,
     worker: bool = False,
 ) -> Starlette:
-    """The application; ``settings.maintenance_hours`` None leaves maintenance to cron.
+    """The application (maintenance is the server's: transports/http/scheduler.py).
     ``origin`` is the address served (the dashboard's origin unless the settings name one).
     ``worker``: one of a server's worker processes (transports/http/workers.py), which closes
     its store when it stops and settles its heap once started; the dashboard's state is then
@@ -179,16 +174,10 @@ def build_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         size_worker_threads(service.store)
-        async with mcp.lifespan(), lorekit.lifespan(), anyio.create_task_group() as tasks:
-            if settings.maintenance_hours is not None:
-                run = partial(
-                    Maintenance(service).run, sweep_plan(settings), principal=settings.principal
-                )
-                tasks.start_soon(run_schedule, run, settings.maintenance_hours)
+        async with mcp.lifespan(), lorekit.lifespan():
             if worker:
                 settle_heap()
             yield
-            tasks.cancel_scope.cancel()
         if worker:
             service.store.close()
 

@@ -8,7 +8,6 @@ and closes the store, then exits 0.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sys
@@ -16,7 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from lorestore.auth.actor import local_actor
-from lorestore.config import MAX_WORKERS, Settings
+from lorestore.config import Settings
 from lorestore.core.errors import LorestoreError
 from lorestore.core.timestamps import format_ts
 from lorestore.models import NoParams, TokenCreateParams
@@ -110,14 +109,8 @@ def serve(
     from lorestore.transports import settle_heap
     from lorestore.transports.http.app import build_app
     from lorestore.transports.http.logs import log_config
+    from lorestore.transports.http.scheduler import Schedule
 
-    if not 1 <= workers <= MAX_WORKERS:
-        raise LorestoreError(
-            "invalid_argument",
-            f"--workers {workers} is not between 1 and {MAX_WORKERS}",
-            hint="one process per core is a good start (this machine's cores: "
-            f"{os.cpu_count() or 'unknown'})",
-        )
     chosen_format = _log_format(log_format)  # before anything opens: bad input changes nothing
     # Listen first: a port that is taken ends here, before the application starts (and with
     # it the maintenance sweep, which would otherwise change the store of a server that never
@@ -132,9 +125,15 @@ def serve(
     origin = _origin(host, port)
     service = build_service(settings)
 
+    # Maintenance runs here, once: in the one process, or the supervisor of the workers. It
+    # starts once the server serves (its logging configured by then).
+    schedule = Schedule.of(service, settings)
+
     def ready() -> None:
         token = bootstrap_token(service, settings.principal) if admin_token else None
         announce(origin, token, workers)
+        if schedule is not None:
+            schedule.start()
 
     config: dict[str, Any] = {
         "host": host,
@@ -159,7 +158,6 @@ def serve(
             from lorestore.transports.http.workers import serve_workers
 
             serve_workers(
-                service,
                 settings,
                 sockets=sockets,
                 origin=origin,
@@ -172,6 +170,8 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
+        if schedule is not None:
+            schedule.stop()
         signal.signal(signal.SIGTERM, previous)
         for sock in sockets:
             sock.close()

@@ -28,7 +28,6 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 from multiprocessing.managers import BaseManager
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     import uvicorn
     from starlette.applications import Starlette
 
-    from lorestore.service import LessonService
     from lorestore.web.app import DashboardState
 
 # A worker has this long to open its store and start listening before the server gives up.
@@ -69,18 +67,12 @@ def _ignore_interrupts() -> None:
 
 def worker_app(settings: Settings, origin: str, dashboard: DashboardState) -> Starlette:
     """The application of one worker (uvicorn's factory, called in the worker): its own store,
-    the shared dashboard state, no maintenance (the supervisor runs it, once)."""
+    the shared dashboard state (the supervisor runs the maintenance, once)."""
     from lorestore.composition import build_service
     from lorestore.transports.http.app import build_app
 
     service = build_service(settings)
-    return build_app(
-        service,
-        replace(settings, maintenance_hours=None),
-        origin=origin,
-        dashboard_state=dashboard,
-        worker=True,
-    )
+    return build_app(service, settings, origin=origin, dashboard_state=dashboard, worker=True)
 
 
 def listeners(host: str, port: int, workers: int) -> list[socket.socket]:
@@ -110,7 +102,6 @@ def listeners(host: str, port: int, workers: int) -> list[socket.socket]:
 
 
 def serve_workers(
-    service: LessonService,
     settings: Settings,
     *,
     sockets: list[socket.socket],
@@ -119,33 +110,21 @@ def serve_workers(
     ready: Callable[[], None],
 ) -> None:
     """Serve a worker process on each of ``sockets`` (from ``listeners``: the same socket for
-    all where the kernel does not balance) until SIGTERM or Ctrl-C. ``service``
-    is the supervisor's own (maintenance), ``config`` uvicorn's settings, and ``ready`` is
-    called once every worker serves."""
+    all where the kernel does not balance) until SIGTERM or Ctrl-C. ``config`` is uvicorn's
+    settings, and ``ready`` is called once every worker serves."""
     import uvicorn
 
-    from lorestore.composition import sweep_plan
-    from lorestore.service.maintenance import Maintenance
-    from lorestore.transports.http.scheduler import Schedule
     from lorestore.web.app import DashboardState
 
     shared = _SharedState(ctx=multiprocessing.get_context("spawn"))
     shared.start(_ignore_interrupts)
-    schedule = None
     try:
         lifetime = timedelta(hours=settings.dashboard_session_hours)
         dashboard = DashboardState(shared.SessionStore(lifetime), shared.ChainLedger())  # type: ignore[attr-defined]
         app = partial(worker_app, settings, origin, dashboard)
         supervisor = _Supervisor(uvicorn.Config(app, factory=True, **config), sockets)
-        if settings.maintenance_hours is not None:
-            plan = sweep_plan(settings)
-            run = partial(Maintenance(service).run, plan, principal=settings.principal)
-            schedule = Schedule(run, settings.maintenance_hours)
-            schedule.start()
         failure = supervisor.run(ready)
     finally:
-        if schedule is not None:
-            schedule.stop()
         shared.shutdown()
     if failure is not None:
         raise LorestoreError(
