@@ -27,3 +27,15 @@ def test_the_floor_is_where_meaning_starts_to_count() -> None:
     fused = fuse({"at": 0.0, "above": 0.0}, {"at": at, "above": above})
     assert fused["at"] == 0.0 and fused["above"] > 0.0
     assert not related(at) and related(above)
+
+
+def test_the_meaning_counts_relative_to_the_nearest_candidate() -> None:
+    """As the words' score counts relative to the best one: cosines crowded into a narrow
+    band weigh as much as spread ones, so the order does not depend on the model's spread."""
+    lexical = {"words": 1.0, "both": 0.5}
+    spread = {"words": SIMILARITY_FLOOR, "both": 0.95}
+    narrow = {"words": SIMILARITY_FLOOR, "both": SIMILARITY_FLOOR + 0.4}
+    for similarity in (spread, narrow):
+        fused = fuse(lexical, similarity)
+        assert fused["both"] > fused["words"] > 0
+    assert fuse(lexical, spread) == fuse(lexical, narrow)

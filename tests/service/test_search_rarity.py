@@ -44,3 +44,23 @@ def test_one_word_still_ranks_by_where_it_is_held(written: LessonService) -> Non
     assert [hit.lesson.key for hit in result.hits][:1] == [RARE]
     result = written.memory_search(ME, SearchParams(query="deploy", scopes=[SCOPE]))
     assert RARE not in [hit.lesson.key for hit in result.hits]  # holds no such word
+
+
+def test_two_words_said_once_beat_one_word_said_often(service: LessonService) -> None:
+    """Term frequency saturates, as in BM25: the lesson that names both of the task's words
+    comes before the one that repeats one of them, on both backends (PostgreSQL's ts_rank_cd
+    alone grows with every occurrence). Both words are held by two lessons, equally rare."""
+    lessons = {
+        "timeouts": "Timeouts: raise the timeout, the timeout of each step, the timeout of the "
+        "suite, the timeout of the runner, the timeout of every timeout.",
+        "flaky-timeouts": "When a job is flaky with timeouts, rerun it alone first.",
+        "flaky-cache": "A flaky job on a cold cache passes on its second run.",
+    }
+    for key, value in lessons.items():
+        service.memory_write(ME, WriteParams(scope=SCOPE, key=key, value=value))
+    hits = service.memory_search(ME, SearchParams(query="flaky timeout", scopes=[SCOPE])).hits
+    keys = [hit.lesson.key for hit in hits]
+    assert keys[0] == "flaky-timeouts"
+    assert set(keys) == set(lessons)  # the control: the repeating lesson is still found
+    recall = service.memory_recall(ME, RecallParams(repo="acme/app", task="flaky timeout"))
+    assert [o.lesson.key for o in recall.offered][:1] == ["flaky-timeouts"]
