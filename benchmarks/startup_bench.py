@@ -1,7 +1,9 @@
 """Start-up beside LoreKit's CLI: ``lorestore --help`` / ``--version``, one-shot ``read``,
 ``list``, ``search`` and ``recall`` on the embedded store, and ``lorestore mcp`` from spawn to
 its first ``tools/list`` answer, each run interleaved with LoreKit's nearest command in local
-mode (``show``, ``list``, ``search``, ``list``, ``mcp``) on the same lessons.
+mode (``show``, ``list``, ``search``, ``list``, ``mcp``) on the same lessons; and the floors
+under them: a bare SDK server (``mcp-sdk``), the interpreter alone (``python``) and the
+interpreter importing the libraries every operation command uses (``cli-stack``).
 
 The machine is shared, so the figures that travel are the ratios of runs taken side by side:
 each round runs every subject once, in a rotating order, and the report gives median and p90
@@ -45,6 +47,7 @@ LESSONS = [
     for i in range(20)
 ]  # fmt: skip
 READ_KEY = "lesson-01"  # in global
+STACK = "import sqlite3, typer, rich.console; from pydantic import BaseModel"
 
 
 def subjects(lorestore: str, node: str) -> dict[str, tuple[list[str], list[str] | None]]:
@@ -65,6 +68,11 @@ def subjects(lorestore: str, node: str) -> dict[str, tuple[list[str], list[str] 
         # The floor of any server built on the Python SDK: its import and handshake, no tools
         # of substance (benchmarks/bare_mcp_server.py).
         "mcp-sdk": ([str(VENV_BIN / "python"), str(HERE / "bare_mcp_server.py")], None),
+        # The floors of any one-shot command: the interpreter, and the interpreter importing
+        # the libraries every operation command is built on (DESIGN: pydantic models for the
+        # catalog's arguments and results, Typer for the options, Rich for the output).
+        "python": ([str(VENV_BIN / "python"), "-c", "pass"], None),
+        "cli-stack": ([str(VENV_BIN / "python"), "-c", STACK], None),
     }
 
 
@@ -234,7 +242,7 @@ def importtimes(
 ) -> dict[str, Any]:  # fmt: skip
     out = {}
     for name, (argv, _) in commands.items():
-        if name in ("--version", "mcp-sdk"):
+        if name in ("--version", "mcp-sdk", "python", "cli-stack"):
             continue
         traced = [str(VENV_BIN / "python"), "-X", "importtime", *argv]
         if name == "mcp":
