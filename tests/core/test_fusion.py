@@ -3,6 +3,11 @@ up, a similarity below the floor adds nothing, and a lesson neither matches keep
 
 from __future__ import annotations
 
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lorestore.core.fusion import SIMILARITY_FLOOR, fuse, related
 
 
@@ -39,3 +44,24 @@ def test_the_meaning_counts_relative_to_the_nearest_candidate() -> None:
         fused = fuse(lexical, similarity)
         assert fused["both"] > fused["words"] > 0
     assert fuse(lexical, spread) == fuse(lexical, narrow)
+
+
+_IDS = st.sampled_from([f"l{i}" for i in range(8)])
+_CANDIDATES = st.dictionaries(_IDS, st.floats(0, 50, allow_subnormal=False), min_size=1)
+_COSINES = st.dictionaries(_IDS, st.floats(-1, 1))
+
+
+@given(_CANDIDATES, _COSINES, st.floats(0.01, 100))
+def test_relevance_is_bounded_and_free_of_each_signals_scale(
+    lexical: dict[str, float], similarity: dict[str, float], factor: float
+) -> None:
+    """Each term is relative to its best candidate: a relevance is in [0, 1], the best of each
+    signal gets its whole weight, and scaling the full-text scores changes nothing."""
+    fused = fuse(lexical, similarity)
+    assert set(fused) == set(lexical)
+    assert all(0.0 <= value <= 1.0 + 1e-9 for value in fused.values())
+    scaled = fuse({k: v * factor for k, v in lexical.items()}, similarity)
+    assert all(math.isclose(fused[k], scaled[k], abs_tol=1e-9) for k in fused)
+    for k, value in fused.items():  # neither a word nor a meaning above the floor: nothing
+        if lexical[k] == 0 and similarity.get(k, 0.0) <= SIMILARITY_FLOOR:
+            assert value == 0.0
