@@ -98,9 +98,15 @@ class DashboardState:
     chains: ChainLedger
 
     @classmethod
-    def local(cls, settings: Settings) -> DashboardState:
-        lifetime = timedelta(hours=settings.dashboard_session_hours)
-        return cls(SessionStore(lifetime), ChainLedger())
+    def of(
+        cls,
+        settings: Settings,
+        sessions: Callable[[timedelta], SessionStore] = SessionStore,
+        chains: Callable[[], ChainLedger] = ChainLedger,
+    ) -> DashboardState:
+        """Made with ``sessions`` and ``chains``: this process's own by default, or the shared
+        process's proxies (transports/http/workers.py)."""
+        return cls(sessions(timedelta(hours=settings.dashboard_session_hours)), chains())
 
 
 class Dashboard:
@@ -115,7 +121,7 @@ class Dashboard:
     ) -> None:
         self.service = service
         if state is None:
-            state = DashboardState.local(settings)
+            state = DashboardState.of(settings)
         self.sessions = state.sessions
         self.chain_checks = ChainChecks(state.chains)
         self.origin = origin.rstrip("/")

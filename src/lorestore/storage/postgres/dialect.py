@@ -120,13 +120,10 @@ class PostgresTransaction(SQLTransaction):
             self._reserved = self._conn.execute(Q["reserve_lesson_key"])
 
     def _inserted(self, name: str, params: Any) -> int:
-        key = None
-        if name == "insert_lesson":  # under the key reserved for it, else the sequence's next
-            key = self._reserved_key()
-            params = {**params, "pk": key}
         inserted = self._conn.execute(Q[name], params)
-        if key is not None:
-            return key  # reserved: nothing to wait for
+        given = params.get("pk") if isinstance(params, Mapping) else None
+        if given is not None:
+            return int(given)  # the row's key was given: nothing to wait for
         row = inserted.fetchone()
         assert row is not None  # the query's RETURNING names the one key column
         (returned,) = row.values()

@@ -87,6 +87,10 @@ class LessonPrimitives(SQLBase):
     def ask_new_lesson_key(self) -> None:
         """Nothing here: the insert reports its key (PostgreSQL reserves one early)."""
 
+    def _reserved_key(self) -> int | None:
+        """The key reserved for the next new lesson (None: the insert's own)."""
+        return None
+
     def lesson_at(self, owner: str, scope: str, key: str) -> StoredLesson | None:
         row = self._one("lesson_at", {"owner": owner, "scope": scope, "key": key})
         return self._stored_doc(row) if row else None
@@ -96,7 +100,8 @@ class LessonPrimitives(SQLBase):
         return [self._stored_doc(r) for r in self._all("lessons_with_keys", params)]
 
     def insert_lesson(self, lesson: Lesson, value_digest: str) -> int:
-        params = lesson_params(lesson, value_digest, None)
+        # Under the key reserved for it, if one was (then its insert needs no answer).
+        params = lesson_params(lesson, value_digest, None) | {"pk": self._reserved_key()}
         pk = self._inserted("insert_lesson", params)
         self._embed([(pk, lesson)])
         return pk

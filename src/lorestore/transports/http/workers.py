@@ -28,7 +28,6 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from functools import partial
 from multiprocessing.managers import BaseManager
 from typing import TYPE_CHECKING, Any
@@ -119,8 +118,7 @@ def serve_workers(
     shared = _SharedState(ctx=multiprocessing.get_context("spawn"))
     shared.start(_ignore_interrupts)
     try:
-        lifetime = timedelta(hours=settings.dashboard_session_hours)
-        dashboard = DashboardState(shared.SessionStore(lifetime), shared.ChainLedger())  # type: ignore[attr-defined]
+        dashboard = DashboardState.of(settings, shared.SessionStore, shared.ChainLedger)  # type: ignore[attr-defined]
         app = partial(worker_app, settings, origin, dashboard)
         supervisor = _Supervisor(uvicorn.Config(app, factory=True, **config), sockets)
         failure = supervisor.run(ready)
