@@ -154,6 +154,25 @@ def test_console_script_entry_point(home: Path) -> None:
     assert version.stdout.startswith("lorestore ")
 
 
+def test_python_dash_m_runs_the_command(home: Path) -> None:
+    """`python -m lorestore` is the command where the script is not on PATH: the same tree,
+    errors and exit statuses."""
+    env = {**os.environ, "LORESTORE_HOME": str(home)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "lorestore", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+    written = run("write", S, "k", "via python -m", "--json")
+    assert written.returncode == 0, written.stderr
+    assert json.loads(written.stdout)["result"] == "created"
+    read = run("read", S, "k", "--json")
+    assert read.returncode == 0 and json.loads(read.stdout)["lesson"]["value"] == "via python -m"
+    missing = run("read", S, "nothing-here", "--json")  # control: a failure keeps its status
+    assert missing.returncode == 1 and json.loads(missing.stderr)["error"]["code"] == "not_found"
+    assert run("--version").stdout.startswith("lorestore ")
+
+
 def test_db_cap_limits_active_lessons(cli: Cli) -> None:
     cli.ok("write", S, "one", "first")
     assert cli("db", "cap", "user:local", "2", "--json").exit_code == 0
