@@ -16,6 +16,7 @@ from tests.pg import Template
 from tests.portable import LOCAL, header, import_lines, lesson, line
 
 from lorestore.auth.actor import local_actor
+from lorestore.core.errors import LorestoreError
 from lorestore.models import (
     ChangeParams,
     DeleteParams,
@@ -141,6 +142,28 @@ def test_switched_off_no_vector_is_written_and_recall_says_lexical(home: Path) -
         assert _package_version.cache_info().currsize == 0
         assert availability(True).version == Embedder(_package_version()).version
         assert _package_version.cache_info().currsize == 1
+    finally:
+        store.close()
+
+
+def test_opening_a_store_reads_no_package_metadata(home: Path) -> None:
+    """The model's version comes from its package's metadata (a scan of site-packages): read
+    where a vector is written or compared, not by every process that opens a store with the
+    extra switched on (a `read`, `lorestore mcp` before its handshake)."""
+    from lorestore.models import ReadParams
+
+    store = SQLiteStore(home / "semantic.db")
+    try:
+        _package_version.cache_clear()
+        assert store.vectors is not None  # the extra is on: vectors are kept here
+        service = LessonService(store)
+        with pytest.raises(LorestoreError, match="no active lesson"):
+            service.memory_read(LOCAL, ReadParams(scope=SCOPE, key="pg"))
+        assert _package_version.cache_info().currsize == 0
+        write(service, "pg", "Integration tests need the local Postgres on port 5432.")
+        assert _package_version.cache_info().currsize == 1  # the control: a vector written
+        (model_version,) = {version for _, version, _ in vectors(store).values()}
+        assert model_version == _package_version()
     finally:
         store.close()
 

@@ -237,7 +237,4 @@ class Vectors:
     @classmethod
     def open(cls, enabled: bool = True) -> Vectors | None:
         state: Availability = availability(enabled)
-        version = state.version if state.installed else None
-        if version is None:
-            return None
-        return cls(Embedder(version))
+        return cls(Embedder()) if state.installed else None

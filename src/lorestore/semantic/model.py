@@ -80,9 +80,18 @@ class Embedder:
     """Texts to unit vectors (float32, DIMENSIONS wide) with the bundled model, which is
     loaded once per process (every store of the process shares it) on first use."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str | None = None) -> None:
         self.name = MODEL_NAME
-        self.version = version
+        self._version = version
+
+    @property
+    def version(self) -> str:
+        """The model's version (given, or the wordllama package's, read from its metadata
+        on first use: opening a store reads none, so a command that embeds nothing and
+        compares no vector never pays the ~20 ms of importing ``importlib.metadata``)."""
+        if self._version is None:
+            self._version = _package_version()
+        return self._version
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
         """One unit-length row per text: wordllama's ``embed(texts, norm=True)``, made
