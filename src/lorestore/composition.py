@@ -65,13 +65,17 @@ def open_database(url: str, *, pool_size: int | None = None, semantic: bool = Tr
     return SQLiteStore(sqlite_path(url), semantic=semantic)
 
 
-def build_service(settings: Settings, *, local_files: bool = False) -> LessonService:
-    """The service for an entry point. ``local_files``: the caller runs where the agent's
-    working directory is (the CLI, the stdio MCP server), so recall may hash depends_on
-    files with git there; a server never reads its own disk on a client's behalf."""
+def build_service(
+    settings: Settings, *, local_files: bool = False, store: Store | None = None
+) -> LessonService:
+    """The service for an entry point, on ``store`` if it is open already. ``local_files``:
+    the caller runs where the agent's working directory is (the CLI, the stdio MCP server),
+    so recall may hash depends_on files with git there; a server never reads its own disk on
+    a client's behalf."""
     from lorestore.service import LessonService
 
-    return LessonService(open_store(settings), **_service_options(settings, local_files))
+    store = open_store(settings) if store is None else store
+    return LessonService(store, **_service_options(settings, local_files))
 
 
 def build_recall(settings: Settings, *, local_files: bool = False) -> Recaller:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 # Imported where they are used, never by the command tree itself.
@@ -114,6 +115,65 @@ def test_mcp_imports_the_sdk_and_not_the_driver(home: Path) -> None:
     sdk = ("mcp", "mcp_types", "starlette", "lorestore.transports.mcp")
     assert _present(loaded, sdk) == list(sdk)
     assert _present(loaded, ("psycopg", "lorestore.evaluation")) == []
+
+
+def _mcp_session(home: Path, *requests: tuple[str, dict[str, object]]) -> tuple[set[str], str]:
+    """``lorestore mcp`` given a host's handshake and ``requests`` (method, params), its input
+    closed once every request is answered (as a host does): the modules it loaded, and what
+    it answered."""
+
+    def message(n: int, method: str, params: dict[str, object]) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    lines = [
+        message(1, "initialize", hello),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        *(message(n, method, params) for n, (method, params) in enumerate(requests, 2)),
+    ]
+    listing = home.parent / "modules.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    env["LORESTORE_HOME"] = str(home)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SCRIPT, json.dumps(["mcp"]), str(listing)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    stuck = threading.Timer(120, child.kill)  # a server that never answers ends the test
+    stuck.start()
+    try:
+        child.stdin.write("\n".join(lines) + "\n")
+        child.stdin.flush()
+        answers = [child.stdout.readline() for _ in range(1 + len(requests))]
+        child.communicate(timeout=120)
+    finally:
+        stuck.cancel()
+    return set(json.loads(listing.read_text())), "".join(answers)
+
+
+def test_mcp_lists_its_tools_before_it_loads_the_catalog(home: Path) -> None:
+    """A host waits for `tools/list` at every session start: it is answered from
+    schemas.json, with the store open (a store it cannot use is refused before the handshake)
+    and without the catalog's models and the service, which the first call loads."""
+    listed, answers = _mcp_session(home, ("tools/list", {}))
+    assert '"memory_recall"' in answers  # listed
+    assert "lorestore.storage.sqlite" in listed  # the store was opened
+    assert _present(listed, ("lorestore.models", "lorestore.service.lessons")) == []
+    call = {"name": "memory_read", "arguments": {"scope": "global", "key": "nothing-here"}}
+    called, answers = _mcp_session(home, ("tools/list", {}), ("tools/call", call))
+    assert "no active lesson" in answers  # the control: a call ran, on the models
+    assert _present(called, ("lorestore.models", "lorestore.service.lessons")) == [
+        "lorestore.models",
+        "lorestore.service.lessons",
+    ]
 
 
 def test_mcp_as_hosts_start_it_skips_the_command_tree(home: Path) -> None:

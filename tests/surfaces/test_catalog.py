@@ -80,7 +80,7 @@ def test_listing_the_tools_builds_no_schema(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(pydantic.BaseModel, "model_json_schema", refuse)
     assert len(tool_definitions()) == len(on_surface("mcp"))
     with pytest.raises(AssertionError, match="a schema was built"):  # the control
-        server.tool_schemas(on_surface("mcp")[0])
+        server.tool_entry(on_surface("mcp")[0])
 
 
 def test_service_implements_every_operation() -> None:

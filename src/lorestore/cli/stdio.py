@@ -1,20 +1,71 @@
 """What ``lorestore mcp`` runs: the stdio MCP server on the local store or, in remote mode, on a
 server. Without Typer, so that the entry point can start it directly for the command line
-hosts run at every session (``lorestore mcp``, nothing after it)."""
+hosts run at every session (``lorestore mcp``, nothing after it). The local store, and the
+catalog's models with it, are loaded after the host's handshake is answered (``tools/list``
+is read from schemas.json), or by the first tool call if it comes sooner."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lorestore.auth.actor import local_agent
-from lorestore.cli.backend import open_backend, with_git_context
 from lorestore.config import load_settings
+
+if TYPE_CHECKING:
+    from lorestore.auth.actor import Actor
+    from lorestore.cli.backend import Backend
+    from lorestore.config import Settings
+    from lorestore.models import Params, Result
+    from lorestore.operations import Operation
+    from lorestore.transports.mcp.server import Invoker
+
+
+class OpenedOnce:
+    """The backend the tools run on, made once by whoever needs it first (the first tool
+    call, or the warm-up after the handshake) with ``make``, with git's context filled in
+    from ``cwd``. One that cannot be made fails each call that needs it with its error, and
+    is tried again at the next."""
+
+    def __init__(self, make: Callable[[], Backend], cwd: Callable[[], str]) -> None:
+        self._make, self._cwd = make, cwd
+        self._lock = threading.Lock()
+        self._backend: Backend | None = None
+        self._invoke: Invoker | None = None
+
+    def opened(self) -> Invoker:
+        with self._lock:
+            if self._invoke is None:
+                from lorestore.cli.backend import with_git_context
+
+                self._backend = self._make()
+                self._invoke = with_git_context(self._backend.invoke, self._cwd)
+            return self._invoke
+
+    def invoke(self, op: Operation, params: Params) -> Result:
+        return self.opened()(op, params)
+
+    def warm(self) -> None:
+        """Make it ahead of the first call; a failure is the first call's to report."""
+        from lorestore.core.errors import LorestoreError
+
+        with contextlib.suppress(LorestoreError):
+            self.opened()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._backend is not None:
+                self._backend.close()
 
 
 def serve_mcp(*, announce: bool, allow_person_token: bool) -> None:
-    """Serve until the host closes stdin; a setting or store that cannot be used raises
-    LorestoreError. Your own `lorestore login` credential is never used here."""
+    """Serve until the host closes stdin; a setting or store that cannot be used, or in remote
+    mode a server that refuses the token, raises LorestoreError before the host is answered.
+    Your own `lorestore login` credential is never used here."""
     import uuid
 
     from lorestore.transports.mcp.stdio import WorkTree, bridged_permissions, serve_stdio
@@ -28,15 +79,38 @@ def serve_mcp(*, announce: bool, allow_person_token: bool) -> None:
     # recurrence counts sessions, not calls.
     session = settings.session or f"mcp-{uuid.uuid4()}"
     agent = local_agent(principal=settings.principal, session=session, agent=settings.agent)
-    backend = open_backend(settings, agent)
+    tree = WorkTree(os.getcwd())
+    backend = OpenedOnce(_backend_maker(settings, agent), tree.path)
     try:
         permissions = agent.permissions
         if settings.remote:  # the token's rights, not the local agent's, decide there
-            permissions = bridged_permissions(backend.invoke, allow_person_token=allow_person_token)
-        tree = WorkTree(os.getcwd())
-        serve_stdio(with_git_context(backend.invoke, tree.path), permissions, tree)
+            permissions = bridged_permissions(
+                backend.opened(), allow_person_token=allow_person_token
+            )
+        serve_stdio(backend.invoke, permissions, tree, warm=backend.warm)
     finally:
         backend.close()
+
+
+def _backend_maker(settings: Settings, agent: Actor) -> Callable[[], Backend]:
+    """What makes the backend: a server's client, or the service on the local store, which
+    is opened here (a file it cannot use, a role that bypasses row-level security are
+    refused before the host is answered); the service and the catalog's models wait."""
+    if settings.remote:
+        from lorestore.cli.backend import open_backend
+
+        return lambda: open_backend(settings, agent)
+    from lorestore.composition import open_store
+
+    store = open_store(settings)
+
+    def make() -> Backend:
+        from lorestore.cli.backend import LocalBackend
+        from lorestore.composition import build_service
+
+        return LocalBackend(build_service(settings, local_files=True, store=store), agent)
+
+    return make
 
 
 def main_mcp() -> None:

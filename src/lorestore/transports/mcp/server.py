@@ -23,14 +23,14 @@ from pydantic_core import to_json
 from lorestore import __version__
 from lorestore.auth.actor import ALL_PERMISSIONS, Actor, Permission
 from lorestore.core.errors import LorestoreError
-from lorestore.models import Params, Result
-from lorestore.operations import BY_NAME, Operation, on_surface
 from lorestore.transports.threads import limiter_for
 
 if TYPE_CHECKING:
+    from lorestore.models import Params, Result
+    from lorestore.operations import Operation
     from lorestore.service import LessonService
 
-Invoker = Callable[[Operation, Params], Result]
+Invoker = Callable[["Operation", "Params"], "Result"]
 # Picks the invoker of one request (e.g. from its bearer token); may raise LorestoreError.
 InvokerFor = Callable[[ServerRequestContext[Any]], Invoker]
 # The permissions of the caller of one request: it is listed the tools it may call.
@@ -92,50 +92,57 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 def tool_definitions(permissions: frozenset[Permission] = ALL_PERMISSIONS) -> list[types.Tool]:
     """The tools a caller holding ``permissions`` may call: an agent is not shown review and
-    admin tools it could only be refused (a host would offer them to its model)."""
-    stored = _stored_schemas()
-    tools = []
-    for op in on_surface("mcp"):
-        if op.permission in permissions or "admin" in permissions:  # as Actor.can decides
-            schemas = stored.get(op.name) or tool_schemas(op)
-            tools.append(
-                types.Tool(
-                    name=op.name,
-                    description=op.summary,
-                    input_schema=schemas["input"],
-                    output_schema=schemas["output"],
-                    annotations=types.ToolAnnotations(
-                        read_only_hint=not op.mutates,
-                        destructive_hint=op.destructive,
-                    ),
-                )
-            )
-    return tools
+    admin tools it could only be refused (a host would offer them to its model). Read from
+    schemas.json, so that a server lists its tools before the catalog's models are loaded."""
+    return [
+        types.Tool(
+            name=name,
+            description=tool["description"],
+            input_schema=tool["input"],
+            output_schema=tool["output"],
+            annotations=types.ToolAnnotations(
+                read_only_hint=tool["read_only"], destructive_hint=tool["destructive"]
+            ),
+        )
+        for name, tool in _stored_tools().items()
+        if tool["permission"] in permissions or "admin" in permissions  # as Actor.can decides
+    ]
 
 
-def tool_schemas(op: Operation) -> dict[str, dict[str, Any]]:
-    """A tool's input and output schema, from its operation's models."""
-    return {"input": op.params.model_json_schema(), "output": result_schema(op.result)}
+def tool_entry(op: Operation) -> dict[str, Any]:
+    """What schemas.json keeps of a tool: what ``tools/list`` shows, who may call it, and its
+    input and output schema, from its operation's models."""
+    return {
+        "description": op.summary,
+        "permission": op.permission,
+        "read_only": not op.mutates,
+        "destructive": op.destructive,
+        "input": op.params.model_json_schema(),
+        "output": result_schema(op.result),
+    }
 
 
 SCHEMAS_FILE = "schemas.json"  # beside this module
 
 
 @functools.cache
-def _stored_schemas() -> dict[str, dict[str, dict[str, Any]]]:
-    """Every tool's schemas as ``tool_schemas`` makes them, kept in schemas.json (generated:
-    ``python -m lorestore.transports.mcp.server > src/lorestore/transports/mcp/schemas.json``;
-    tests/surfaces/test_catalog.py fails when it is stale). Building them from the models
-    takes about 65 ms, which every ``lorestore mcp`` start spent before its first
-    ``tools/list`` (docs/benchmarks.md, "Start-up work of 2026-12-05")."""
+def _stored_tools() -> dict[str, dict[str, Any]]:
+    """Every MCP tool as ``tool_entry`` makes it, in the catalog's order, kept in schemas.json
+    (generated: ``python -m lorestore.transports.mcp.server >
+    src/lorestore/transports/mcp/schemas.json``; tests/surfaces/test_catalog.py fails when it
+    is stale). Building the schemas from the models takes about 65 ms, and importing the
+    catalog about as long, which every ``lorestore mcp`` start spent before its first
+    ``tools/list`` (docs/benchmarks.md)."""
     text = resources.files(__package__).joinpath(SCHEMAS_FILE).read_text(encoding="utf-8")
-    stored: dict[str, dict[str, dict[str, Any]]] = json.loads(text)
+    stored: dict[str, dict[str, Any]] = json.loads(text)
     return stored
 
 
 def render_schemas() -> str:
-    """schemas.json: every MCP tool's schemas, in the catalog's order."""
-    every = {op.name: tool_schemas(op) for op in on_surface("mcp")}
+    """schemas.json: every MCP tool, in the catalog's order."""
+    from lorestore.operations import on_surface
+
+    every = {op.name: tool_entry(op) for op in on_surface("mcp")}
     return json.dumps(every, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -159,6 +166,8 @@ def local_invoker(service: LessonService, actor: Actor) -> Invoker:
 
 def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """Run one tool call; never raises for a caller's mistake."""
+    from lorestore.operations import BY_NAME, on_surface
+
     op = BY_NAME.get(name)
     if op is None or "mcp" not in op.surfaces:
         return _error_result(
@@ -177,6 +186,13 @@ def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> t
         content=[types.TextContent(text=to_json(payload).decode())],
         structured_content=payload,
     )
+
+
+def _long_running(name: str) -> bool:
+    from lorestore.operations import BY_NAME
+
+    op = BY_NAME.get(name)
+    return op is not None and op.long_running
 
 
 def build_server(
@@ -209,13 +225,12 @@ def build_server(
         except LorestoreError as error:
             return _error_result(error)
         # The store and the remote client block: keep them off the event loop.
-        op = BY_NAME.get(params.name)
         return await anyio.to_thread.run_sync(
             call_tool,
             invoke,
             params.name,
             params.arguments,
-            limiter=limiter_for(op is not None and op.long_running),
+            limiter=limiter_for(_long_running(params.name)),
         )
 
     return Server(
