@@ -1,8 +1,8 @@
 """What ``lorestore mcp`` runs: the stdio MCP server on the local store or, in remote mode, on a
 server. Without Typer, so that the entry point can start it directly for the command line
-hosts run at every session (``lorestore mcp``, nothing after it). The local store, and the
-catalog's models with it, are loaded after the host's handshake is answered (``tools/list``
-is read from schemas.json), or by the first tool call if it comes sooner."""
+hosts run at every session (``lorestore mcp``, nothing after it). The store is opened before
+the host is answered; the service and the catalog's models are loaded after the handshake
+(``tools/list`` is answered from schemas.json), or by the first tool call if it comes sooner."""
 
 from __future__ import annotations
 
@@ -22,17 +22,22 @@ if TYPE_CHECKING:
     from lorestore.config import Settings
     from lorestore.models import Params, Result
     from lorestore.operations import Operation
+    from lorestore.storage.protocol import Store
     from lorestore.transports.mcp.server import Invoker
 
 
 class OpenedOnce:
-    """The backend the tools run on, made once by whoever needs it first (the first tool
-    call, or the warm-up after the handshake) with ``make``, with git's context filled in
-    from ``cwd``. One that cannot be made fails each call that needs it with its error, and
-    is tried again at the next."""
+    """The backend the tools run on, with git's context filled in from ``cwd``: a server's
+    client, or the service on the local store. The local store is opened here, so that one
+    it cannot use (a file it cannot read, a role that bypasses row-level security) is refused
+    before the host is answered; the backend is made once, by whoever needs it first (the
+    first tool call, or the warm-up after the handshake)."""
 
-    def __init__(self, make: Callable[[], Backend], cwd: Callable[[], str]) -> None:
-        self._make, self._cwd = make, cwd
+    def __init__(self, settings: Settings, actor: Actor, cwd: Callable[[], str]) -> None:
+        from lorestore.composition import open_store
+
+        self._settings, self._actor, self._cwd = settings, actor, cwd
+        self._store: Store | None = None if settings.remote else open_store(settings)
         self._lock = threading.Lock()
         self._backend: Backend | None = None
         self._invoke: Invoker | None = None
@@ -40,11 +45,22 @@ class OpenedOnce:
     def opened(self) -> Invoker:
         with self._lock:
             if self._invoke is None:
+                self._backend = self._make()
                 from lorestore.cli.backend import with_git_context
 
-                self._backend = self._make()
                 self._invoke = with_git_context(self._backend.invoke, self._cwd)
             return self._invoke
+
+    def _make(self) -> Backend:
+        if self._store is None:
+            from lorestore.cli.backend import open_backend
+
+            return open_backend(self._settings, self._actor)
+        from lorestore.cli.backend import LocalBackend
+        from lorestore.composition import build_service
+
+        service = build_service(self._settings, local_files=True, store=self._store)
+        return LocalBackend(service, self._actor)
 
     def invoke(self, op: Operation, params: Params) -> Result:
         return self.opened()(op, params)
@@ -59,7 +75,9 @@ class OpenedOnce:
     def close(self) -> None:
         with self._lock:
             if self._backend is not None:
-                self._backend.close()
+                self._backend.close()  # the local store with it
+            elif self._store is not None:
+                self._store.close()
 
 
 def serve_mcp(*, announce: bool, allow_person_token: bool) -> None:
@@ -80,7 +98,7 @@ def serve_mcp(*, announce: bool, allow_person_token: bool) -> None:
     session = settings.session or f"mcp-{uuid.uuid4()}"
     agent = local_agent(principal=settings.principal, session=session, agent=settings.agent)
     tree = WorkTree(os.getcwd())
-    backend = OpenedOnce(_backend_maker(settings, agent), tree.path)
+    backend = OpenedOnce(settings, agent, tree.path)
     try:
         permissions = agent.permissions
         if settings.remote:  # the token's rights, not the local agent's, decide there
@@ -90,27 +108,6 @@ def serve_mcp(*, announce: bool, allow_person_token: bool) -> None:
         serve_stdio(backend.invoke, permissions, tree, warm=backend.warm)
     finally:
         backend.close()
-
-
-def _backend_maker(settings: Settings, agent: Actor) -> Callable[[], Backend]:
-    """What makes the backend: a server's client, or the service on the local store, which
-    is opened here (a file it cannot use, a role that bypasses row-level security are
-    refused before the host is answered); the service and the catalog's models wait."""
-    if settings.remote:
-        from lorestore.cli.backend import open_backend
-
-        return lambda: open_backend(settings, agent)
-    from lorestore.composition import open_store
-
-    store = open_store(settings)
-
-    def make() -> Backend:
-        from lorestore.cli.backend import LocalBackend
-        from lorestore.composition import build_service
-
-        return LocalBackend(build_service(settings, local_files=True, store=store), agent)
-
-    return make
 
 
 def main_mcp() -> None:

@@ -246,8 +246,8 @@ def serve_stdio(
                 await server.run(read_stream, write_stream, options)
 
     # Once the host's first requests (initialize, tools/list) are answered, what the calls
-    # need is loaded and the heap settled: about 90 ms and 50 ms, which the handshake should
-    # not wait for.
+    # need is loaded (the service and the catalog's models, about 50 ms) and the heap settled
+    # (about 50 ms): neither should hold up the handshake.
     def settle_after_warming() -> None:
         if warm is not None:
             warm()
