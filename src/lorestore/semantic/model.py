@@ -88,7 +88,7 @@ class Embedder:
     def version(self) -> str:
         """The model's version (given, or the wordllama package's, read from its metadata
         on first use: opening a store reads none, so a command that embeds nothing and
-        compares no vector never pays the ~20 ms of importing ``importlib.metadata``)."""
+        compares no vector never pays for the search of the installed distributions)."""
         if self._version is None:
             self._version = _package_version()
         return self._version
