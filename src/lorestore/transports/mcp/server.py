@@ -110,13 +110,15 @@ def tool_definitions(permissions: frozenset[Permission] = ALL_PERMISSIONS) -> li
 
 
 def tool_entry(op: Operation) -> dict[str, Any]:
-    """What schemas.json keeps of a tool: what ``tools/list`` shows, who may call it, and its
-    input and output schema, from its operation's models."""
+    """What schemas.json keeps of a tool: what ``tools/list`` shows, who may call it, whether
+    a call takes the long calls' turn, and its input and output schema, from its operation's
+    models."""
     return {
         "description": op.summary,
         "permission": op.permission,
         "read_only": not op.mutates,
         "destructive": op.destructive,
+        "long_running": op.long_running,
         "input": op.params.model_json_schema(),
         "output": result_schema(op.result),
     }
@@ -188,13 +190,6 @@ def call_tool(invoke: Invoker, name: str, arguments: dict[str, Any] | None) -> t
     )
 
 
-def _long_running(name: str) -> bool:
-    from lorestore.operations import BY_NAME
-
-    op = BY_NAME.get(name)
-    return op is not None and op.long_running
-
-
 def build_server(
     invoker_for: InvokerFor,
     permissions_for: PermissionsFor,
@@ -230,7 +225,8 @@ def build_server(
             invoke,
             params.name,
             params.arguments,
-            limiter=limiter_for(_long_running(params.name)),
+            # Told by schemas.json: the event loop does not wait for the catalog to load.
+            limiter=limiter_for(_stored_tools().get(params.name, {}).get("long_running", False)),
         )
 
     return Server(
