@@ -51,12 +51,17 @@ with open(listing, "w") as out:
 """
 
 
+def _env(home: Path) -> dict[str, str]:
+    """This environment without lorestore's settings, on the embedded store in ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
+    return env | {"LORESTORE_HOME": str(home)}
+
+
 def _loaded(home: Path, args: list[str] | None, stdin: str | None = None) -> set[str]:
     """The modules a fresh interpreter holds after running ``lorestore ARGS`` (None: after
     importing the command tree), on the embedded store in ``home``, ``stdin`` its input."""
     listing = home.parent / "modules.json"  # home itself is made by the store, if at all
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
-    env["LORESTORE_HOME"] = str(home)
+    env = _env(home)
     subprocess.run(
         [sys.executable, "-c", _SCRIPT, json.dumps(args), str(listing)],
         env=env,
@@ -136,8 +141,7 @@ def _mcp_session(home: Path, *requests: tuple[str, dict[str, object]]) -> tuple[
         *(message(n, method, params) for n, (method, params) in enumerate(requests, 2)),
     ]
     listing = home.parent / "modules.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
-    env["LORESTORE_HOME"] = str(home)
+    env = _env(home)
     child = subprocess.Popen(
         [sys.executable, "-c", _SCRIPT, json.dumps(["mcp"]), str(listing)],
         env=env,
@@ -182,8 +186,7 @@ def test_mcp_as_hosts_start_it_skips_the_command_tree(home: Path) -> None:
 
 
 def test_mcp_reports_a_bad_setting_the_same_way_on_both_paths(home: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORESTORE_")}
-    env |= {"LORESTORE_HOME": str(home), "LORESTORE_DATABASE_URL": "mysql://db/lessons"}
+    env = _env(home) | {"LORESTORE_DATABASE_URL": "mysql://db/lessons"}
     lorestore = str(Path(sys.executable).with_name("lorestore"))
     short, tree = (
         subprocess.run(
